@@ -1,0 +1,136 @@
+"""The embedded store: records, history and subscribers in this process's memory.
+
+Every call runs on the event loop without awaiting in the middle of a change, so each one is atomic.
+"""
+
+import asyncio
+import contextlib
+import itertools
+import time
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import Any
+
+from app import events
+from app.store import Record, Status, Store, Subscription
+
+
+class MemorySubscription(Subscription):
+    def __init__(self, store: "MemoryStore", backlog: list[events.Event], limit: int) -> None:
+        self.backlog = backlog
+        self._store = store
+        self._queue: deque[events.Event] = deque()
+        self._wakeup = asyncio.Event()
+        self._limit = limit
+        self._ending = False
+
+    def push(self, event: events.Event) -> None:
+        if self._ending:
+            return
+        if len(self._queue) >= self._limit:  # too far behind: drop it, it replays on reconnect
+            self._queue.clear()
+            self.close()
+            return
+        self._queue.append(event)
+        self._wakeup.set()
+
+    def end(self) -> None:
+        """Stop after what is already queued."""
+        self._ending = True
+        self._wakeup.set()
+
+    def close(self) -> None:
+        self._store._subscribers.discard(self)
+        self.end()
+
+    async def __aiter__(self) -> AsyncIterator[events.Event]:
+        while True:
+            while self._queue:
+                yield self._queue.popleft()
+            if self._ending:
+                return
+            self._wakeup.clear()
+            await self._wakeup.wait()
+
+
+class MemoryStore(Store):
+    def __init__(self, *, history_size: int = 1000, result_ttl: float = 600, subscriber_queue: int = 1000):
+        self._history_size = history_size
+        self._result_ttl = result_ttl
+        self._subscriber_queue = subscriber_queue
+        self._pending: dict[str, Record] = {}  # insertion order is creation order
+        self._finished: dict[str, Record] = {}
+        self._done: dict[str, asyncio.Event] = {}
+        self._forget_timers: dict[str, asyncio.TimerHandle] = {}
+        self._history: deque[events.Event] = deque()
+        self._history_seq: dict[str, int] = {}
+        self._seq = 0
+        self._subscribers: set[MemorySubscription] = set()
+
+    async def close(self) -> None:
+        for subscription in list(self._subscribers):
+            subscription.end()
+        self._subscribers.clear()
+        for timer in self._forget_timers.values():
+            timer.cancel()
+        self._forget_timers.clear()
+
+    async def add(self, record: Record) -> None:
+        self._pending[record.id] = record
+        self._done[record.id] = asyncio.Event()
+        self._publish(record.asked_event())
+
+    async def get(self, request_id: str) -> Record | None:
+        return self._pending.get(request_id) or self._finished.get(request_id)
+
+    async def pending(self) -> list[Record]:
+        return list(self._pending.values())
+
+    async def finish(
+        self,
+        request_id: str,
+        status: Status,
+        result: dict[str, Any],
+        answers: list[list[str]] | None = None,
+    ) -> Record | None:
+        record = self._pending.pop(request_id, None)
+        if record is None:
+            return None
+        record = record.model_copy(update={"status": status, "result": result, "finished_at": time.time()})
+        self._finished[request_id] = record
+        self._publish(record.finished_event(answers))
+        self._done.pop(request_id).set()
+        loop = asyncio.get_running_loop()
+        self._forget_timers[request_id] = loop.call_later(self._result_ttl, self._forget, request_id)
+        return record
+
+    async def wait(self, request_id: str, seconds: float) -> Record | None:
+        done = self._done.get(request_id)
+        if done is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), seconds)
+        return await self.get(request_id)
+
+    def subscribe(self, last_event_id: str | None = None) -> MemorySubscription:
+        seq = self._history_seq.get(last_event_id) if last_event_id else None
+        if seq is None:
+            backlog = [record.asked_event(replayable=False) for record in self._pending.values()]
+        else:
+            first = self._seq - len(self._history) + 1
+            backlog = list(itertools.islice(self._history, seq - first + 1, None))
+        subscription = MemorySubscription(self, backlog, self._subscriber_queue)
+        self._subscribers.add(subscription)
+        return subscription
+
+    def _publish(self, event: events.Event) -> None:
+        self._seq += 1
+        self._history.append(event)
+        self._history_seq[event.id] = self._seq
+        if len(self._history) > self._history_size:
+            self._history_seq.pop(self._history.popleft().id, None)
+        for subscription in list(self._subscribers):
+            subscription.push(event)
+
+    def _forget(self, request_id: str) -> None:
+        self._forget_timers.pop(request_id, None)
+        self._finished.pop(request_id, None)

@@ -1,0 +1,37 @@
+"""Wire models in OpenCode's shapes (``QuestionRequest`` and friends), serialized without nulls."""
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+
+class WireModel(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def wire(self) -> dict:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class QuestionOption(WireModel):
+    label: str
+    description: str = ""
+
+
+class QuestionInfo(WireModel):
+    question: str
+    header: str
+    options: list[QuestionOption]
+    multiple: Literal[True] | None = None
+    custom: Literal[False] | None = None
+
+
+class QuestionTool(WireModel):
+    messageID: str
+    callID: str
+
+
+class QuestionRequest(WireModel):
+    id: str
+    sessionID: str
+    questions: list[QuestionInfo]
+    tool: QuestionTool | None = None

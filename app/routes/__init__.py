@@ -1,0 +1,5 @@
+"""HTTP routes: thin layers that parse, call the gateway, and shape responses."""
+
+from app.routes import elicitations, questions, streams
+
+routes = [*elicitations.routes, *questions.routes, *streams.routes]

@@ -1,0 +1,86 @@
+"""The answerer side, in OpenCode's shapes: list, reply, reject."""
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from app.answers import AnswerError
+from app.errors import PayloadError, bad_request, question_not_found
+from app.gateway import CANCEL, DECLINE, Gateway, NotFound
+from app.routes.parsing import BodyTooLarge, InvalidJson, directory_of, parse_answers, parse_json, read_body
+
+
+def _gateway(request: Request) -> Gateway:
+    return request.app.state.gateway
+
+
+async def list_questions(request: Request) -> Response:
+    return JSONResponse(await _gateway(request).pending_requests(directory_of(request)))
+
+
+async def reply(request: Request) -> Response:
+    gateway = _gateway(request)
+    try:
+        request_id = _request_id(request)
+        answers = parse_answers(await _json_body(request, gateway))
+        await gateway.reply(request_id, answers)
+    except PayloadError as error:
+        return error.response()
+    except NotFound as missing:
+        return question_not_found(str(missing))
+    except AnswerError as error:
+        return bad_request(error.message, "Payload", [issue.model_dump() for issue in error.issues])
+    return JSONResponse(True)
+
+
+async def reject(request: Request) -> Response:
+    gateway = _gateway(request)
+    try:
+        request_id = _request_id(request)
+        body = await _json_body(request, gateway, optional=True)
+        action = _reject_action(body)
+        await gateway.reject(request_id, action)
+    except PayloadError as error:
+        return error.response()
+    except NotFound as missing:
+        return question_not_found(str(missing))
+    return JSONResponse(True)
+
+
+routes = [
+    Route("/question", list_questions, methods=["GET"]),
+    Route("/question/", list_questions, methods=["GET"]),
+    Route("/question/{requestID}/reply", reply, methods=["POST"]),
+    Route("/question/{requestID}/reject", reject, methods=["POST"]),
+]
+
+
+def _request_id(request: Request) -> str:
+    request_id = request.path_params["requestID"]
+    if not request_id.startswith("que"):
+        raise PayloadError(f"requestID must start with 'que': {request_id!r}", kind="Params")
+    return request_id
+
+
+async def _json_body(request: Request, gateway: Gateway, *, optional: bool = False) -> object:
+    try:
+        raw = await read_body(request, gateway.settings.max_body_size)
+        if optional and not raw.strip():
+            return None
+        return parse_json(raw)
+    except BodyTooLarge:
+        limit = gateway.settings.max_body_size
+        raise PayloadError(f"the body is larger than the limit of {limit} bytes", status=413) from None
+    except InvalidJson as error:
+        raise PayloadError(error.reason) from None
+
+
+def _reject_action(body: object) -> str:
+    if body is None:
+        return CANCEL
+    if not isinstance(body, dict):
+        raise PayloadError('the body must be empty or a JSON object like {"action": "decline"}')
+    action = body.get("action", CANCEL)
+    if action not in (CANCEL, DECLINE):
+        raise PayloadError(f'"action" must be "decline" or "cancel", not {action!r}')
+    return action

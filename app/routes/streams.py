@@ -1,0 +1,64 @@
+"""Server-Sent Events for answerers: ``/event`` and ``/global/event``."""
+
+from collections.abc import AsyncIterator
+
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from app import events
+from app.gateway import Gateway, normalize_directory
+from app.routes.parsing import directory_of
+
+HEADERS = {"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"}
+
+
+async def event(request: Request) -> Response:
+    directory = normalize_directory(directory_of(request))
+    return _stream(request, lambda e: e.frame() if e.visible_in(directory) else None, wrap=False)
+
+
+async def global_event(request: Request) -> Response:
+    default = request.app.state.gateway.default_directory
+    return _stream(request, lambda e: e.global_frame(default), wrap=True)
+
+
+routes = [
+    Route("/event", event, methods=["GET"]),
+    Route("/global/event", global_event, methods=["GET"]),
+]
+
+
+def _stream(request: Request, frame_of, *, wrap: bool) -> EventSourceResponse:
+    gateway: Gateway = request.app.state.gateway
+    last_event_id = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
+
+    async def frames() -> AsyncIterator[bytes]:
+        # Subscribing inside the generator ties the subscription's life to the stream's.
+        subscription = gateway.store.subscribe(last_event_id)
+        try:
+            yield frame_of(events.connected())
+            for missed in subscription.backlog:
+                if (frame := frame_of(missed)) is not None:
+                    yield frame
+            async for published in subscription:
+                if (frame := frame_of(published)) is not None:
+                    yield frame
+        finally:
+            subscription.close()
+
+    def heartbeat() -> ServerSentEvent:
+        payload = events.heartbeat().payload()
+        return ServerSentEvent(
+            data=events.to_json({"payload": payload} if wrap else payload), sep=events.SEPARATOR
+        )
+
+    return EventSourceResponse(
+        frames(),
+        headers=HEADERS,
+        ping=gateway.settings.heartbeat,
+        ping_message_factory=heartbeat,
+        sep=events.SEPARATOR,
+        send_timeout=gateway.settings.send_timeout,
+    )

@@ -1,0 +1,68 @@
+"""Running the service under uvicorn, with a shutdown that finishes every question first."""
+
+import asyncio
+import logging
+import socket
+import sys
+from types import FrameType
+
+import uvicorn
+
+from app.gateway import Gateway
+from app.main import create_app
+from app.settings import Settings
+
+logger = logging.getLogger("app")
+
+
+class GatewayServer(uvicorn.Server):
+    """On SIGINT/SIGTERM, finish pending questions (tools get ``cancel``, answerers see
+    ``question.rejected``) and end the event streams, then let uvicorn stop. A second signal stops
+    at once."""
+
+    def __init__(self, config: uvicorn.Config, gateway: Gateway) -> None:
+        super().__init__(config)
+        self.gateway = gateway
+        self._draining: asyncio.Task[None] | None = None
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self._draining is not None or self.should_exit:
+            super().handle_exit(sig, frame)
+            return
+        loop = asyncio.get_event_loop()
+        self._draining = loop.create_task(self._drain_then_exit(sig, frame))
+
+    async def _drain_then_exit(self, sig: int, frame: FrameType | None) -> None:
+        try:
+            await asyncio.wait_for(self.gateway.shutdown(), self.gateway.settings.shutdown_grace)
+            await asyncio.sleep(0.05)  # let the streams flush what shutdown queued
+        except TimeoutError:
+            logger.warning("shutdown grace period ended with work left")
+        finally:
+            super().handle_exit(sig, frame)
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        for server in self.servers:
+            for listener in server.sockets:
+                host, port = listener.getsockname()[:2]
+                shown = f"[{host}]" if ":" in host else host
+                print(f"Elicitation Gateway listening on http://{shown}:{port}", flush=True)
+
+
+def serve(settings: Settings) -> None:
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    gateway = Gateway(settings)
+    config = uvicorn.Config(
+        create_app(settings, gateway),
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        timeout_graceful_shutdown=settings.shutdown_grace + 5,
+        lifespan="on",
+    )
+    GatewayServer(config, gateway).run()
