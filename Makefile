@@ -1,0 +1,42 @@
+# The two commands of the README: `make run` serves the gateway, `make test` runs every test.
+# Both create .venv/ and install the project into it on first use (and again when pyproject.toml or
+# constraints.txt change).
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+ARGS ?=
+PYTEST_ARGS ?=
+
+.PHONY: run test lint format install constraints
+
+run: $(VENV)/.installed
+	$(BIN)/python -m app $(ARGS)
+
+test: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+
+format: $(VENV)/.installed
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed (set PYTHON=...)")'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[test]"
+	touch $@
+
+# Refresh the pinned versions after changing dependencies in pyproject.toml.
+constraints:
+	rm -rf .constraints-venv
+	$(PYTHON) -m venv .constraints-venv
+	.constraints-venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test]"
+	.constraints-venv/bin/python -m pip freeze --exclude-editable --disable-pip-version-check > constraints.txt
+	rm -rf .constraints-venv

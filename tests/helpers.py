@@ -1,0 +1,154 @@
+"""Client-side helpers the tests share: an SSE reader and tools that ask in the background."""
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from httpx_sse import aconnect_sse
+
+RFC0010_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "q0": {
+            "type": "string",
+            "title": "Model",
+            "description": "Equipment model?",
+            "enum": ["SY215C", "SY235C"],
+        },
+        "q1": {
+            "type": "array",
+            "title": "Symptoms",
+            "description": "Select symptoms:",
+            "items": {
+                "type": "string",
+                "enum": ["Black smoke", "Noise"],
+                "x-option-descriptions": {"Noise": "Abnormal noise"},
+            },
+            "uniqueItems": True,
+        },
+        "q2": {"type": "string", "title": "Notes", "description": "Anything else?", "minLength": 1},
+    },
+    "required": ["q0", "q1"],
+}
+
+
+def form(schema: dict[str, Any], message: str = "Please answer") -> dict[str, Any]:
+    return {"mode": "form", "message": message, "requestedSchema": schema}
+
+
+def text_properties(count: int) -> dict[str, Any]:
+    """An object schema with ``count`` free-text questions named k0, k1, ..."""
+    return {
+        "type": "object",
+        "properties": {f"k{i}": {"type": "string", "title": f"Question {i}"} for i in range(count)},
+    }
+
+
+@dataclass
+class Frame:
+    """One SSE frame as a client sees it."""
+
+    id: str
+    data: dict[str, Any]
+
+    @property
+    def type(self) -> str:
+        payload = self.data.get("payload", self.data)
+        return payload["type"]
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        payload = self.data.get("payload", self.data)
+        return payload["properties"]
+
+
+@dataclass
+class EventReader:
+    """Reads an SSE stream in the background; ``next()`` returns frames in order."""
+
+    frames: asyncio.Queue[Frame] = field(default_factory=asyncio.Queue)
+    seen: list[Frame] = field(default_factory=list)
+    response: httpx.Response | None = None
+    closed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def next(self, type: str | None = None, timeout: float = 5) -> Frame:
+        """The next frame (of ``type``, skipping heartbeats and other types)."""
+        async with asyncio.timeout(timeout):
+            while True:
+                frame = await self.frames.get()
+                if type is None or frame.type == type:
+                    return frame
+
+    async def no_frame(self, within: float = 0.3, type: str | None = None) -> None:
+        """Assert that no frame (of ``type``) arrives in ``within`` seconds."""
+        with contextlib.suppress(TimeoutError):
+            frame = await self.next(type=type, timeout=within)
+            raise AssertionError(f"unexpected frame {frame}")
+
+
+@contextlib.asynccontextmanager
+async def read_events(
+    client: httpx.AsyncClient,
+    path: str = "/event",
+    *,
+    headers: dict[str, str] | None = None,
+    params: dict[str, str] | None = None,
+    skip_connected: bool = True,
+) -> AsyncIterator[EventReader]:
+    """Subscribe, wait for ``server.connected`` (so nothing published after is missed), yield a reader."""
+    reader = EventReader()
+    ready = asyncio.Event()
+
+    async def pump() -> None:
+        try:
+            async with aconnect_sse(
+                client,
+                "GET",
+                path,
+                headers=dict(headers or {}),
+                params=params,
+                timeout=httpx.Timeout(10, read=None),
+            ) as source:
+                reader.response = source.response
+                async for sse in source.aiter_sse():
+                    frame = Frame(id=sse.id, data=json.loads(sse.data))
+                    reader.seen.append(frame)
+                    if not ready.is_set():
+                        ready.set()
+                        if skip_connected and frame.type == "server.connected":
+                            continue
+                    await reader.frames.put(frame)
+        finally:
+            reader.closed.set()
+            ready.set()
+
+    task = asyncio.create_task(pump())
+    try:
+        async with asyncio.timeout(5):
+            await ready.wait()
+        yield reader
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, httpx.HTTPError):
+            await task
+
+
+def ask(client: httpx.AsyncClient, params: Any, **query: Any) -> asyncio.Task[httpx.Response]:
+    """A tool posting ``/elicit`` in the background; the task's result is the HTTP response."""
+    return asyncio.create_task(
+        client.post("/elicit", json=params, params=query, timeout=httpx.Timeout(10, read=60))
+    )
+
+
+async def pending(client: httpx.AsyncClient, count: int = 1, timeout: float = 5) -> list[dict[str, Any]]:
+    """Wait until ``GET /question`` lists ``count`` requests; return them."""
+    async with asyncio.timeout(timeout):
+        while True:
+            listed = (await client.get("/question")).json()
+            if len(listed) >= count:
+                return listed
+            await asyncio.sleep(0.02)

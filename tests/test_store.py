@@ -1,0 +1,209 @@
+"""The store interface's promises, checked on every implementation (the in-memory one today).
+
+Routes and the gateway rely only on these; a new backend passes this file unchanged.
+"""
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from app.memory import MemoryStore
+from app.models import QuestionRequest
+from app.schema import build_form
+from app.store import Record, Store
+
+STORES: dict[str, Callable[..., Store]] = {"memory": MemoryStore}
+
+
+@pytest.fixture(params=sorted(STORES))
+async def make_store(request) -> AsyncIterator[Callable[..., Store]]:
+    made: list[Store] = []
+
+    async def make(**options) -> Store:
+        store = STORES[request.param](**options)
+        await store.start()
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        await store.close()
+
+
+def record(request_id: str, directory: str | None = None) -> Record:
+    form = build_form({"type": "object", "properties": {"a": {"type": "string"}}})
+    now = time.time()
+    return Record(
+        request=QuestionRequest(id=request_id, sessionID="ses_1", questions=list(form.questions)),
+        form=form,
+        message="m",
+        directory=directory,
+        created_at=now,
+        expires_at=now + 60,
+    )
+
+
+async def drain(subscription, count: int) -> list:
+    got = []
+    async with asyncio.timeout(2):
+        async for event in subscription:
+            got.append(event)
+            if len(got) == count:
+                return got
+    return got
+
+
+async def test_add_keeps_the_record_pending_and_publishes_asked(make_store):
+    store = await make_store()
+    subscription = store.subscribe()
+    await store.add(record("que_1", "/p"))
+    [asked] = await drain(subscription, 1)
+    assert (asked.type, asked.properties["id"], asked.directory, asked.replayable) == (
+        "question.asked",
+        "que_1",
+        "/p",
+        True,
+    )
+    assert [r.id for r in await store.pending()] == ["que_1"]
+    assert (await store.get("que_1")).pending
+    subscription.close()
+
+
+async def test_pending_lists_oldest_first(make_store):
+    store = await make_store()
+    for name in ("que_1", "que_2", "que_3"):
+        await store.add(record(name))
+    await store.finish("que_2", "answered", {"action": "accept", "content": {}}, [[]])
+    assert [r.id for r in await store.pending()] == ["que_1", "que_3"]
+
+
+async def test_finish_happens_once_and_publishes_one_event(make_store):
+    store = await make_store()
+    await store.add(record("que_1"))
+    subscription = store.subscribe()
+    first = await store.finish("que_1", "answered", {"action": "accept", "content": {"a": "x"}}, [["x"]])
+    second = await store.finish("que_1", "cancelled", {"action": "cancel"})
+    assert first is not None
+    assert (first.status, first.result) == ("answered", {"action": "accept", "content": {"a": "x"}})
+    assert second is None
+    [replied] = await drain(subscription, 1)
+    assert replied.type == "question.replied"
+    assert replied.properties == {"sessionID": "ses_1", "requestID": "que_1", "answers": [["x"]]}
+    assert (await store.get("que_1")).status == "answered"
+    assert await store.pending() == []
+    subscription.close()
+
+
+async def test_finish_without_answers_publishes_rejected(make_store):
+    store = await make_store()
+    await store.add(record("que_1"))
+    subscription = store.subscribe()
+    await store.finish("que_1", "declined", {"action": "decline"})
+    [rejected] = await drain(subscription, 1)
+    assert rejected.type == "question.rejected"
+    assert rejected.properties == {"sessionID": "ses_1", "requestID": "que_1"}
+    subscription.close()
+
+
+async def test_finish_of_an_unknown_id_changes_nothing(make_store):
+    store = await make_store()
+    subscription = store.subscribe()
+    assert await store.finish("que_nope", "cancelled", {"action": "cancel"}) is None
+    assert await store.get("que_nope") is None
+    subscription.close()
+    assert await drain(subscription, 1) == []
+
+
+async def test_wait_returns_as_soon_as_finished(make_store):
+    store = await make_store()
+    await store.add(record("que_1"))
+    waiter = asyncio.create_task(store.wait("que_1", 30))
+    await asyncio.sleep(0.01)
+    assert not waiter.done()
+    await store.finish("que_1", "cancelled", {"action": "cancel"})
+    finished = await asyncio.wait_for(waiter, 2)
+    assert finished.status == "cancelled"
+
+
+async def test_wait_gives_the_pending_record_after_its_time(make_store):
+    store = await make_store()
+    await store.add(record("que_1"))
+    assert (await store.wait("que_1", 0.05)).status == "pending"
+    assert await store.wait("que_unknown", 0.05) is None
+
+
+async def test_finished_records_are_forgotten_after_their_retention(make_store):
+    store = await make_store(result_ttl=0.05)
+    await store.add(record("que_1"))
+    await store.finish("que_1", "cancelled", {"action": "cancel"})
+    assert await store.get("que_1") is not None
+    await asyncio.sleep(0.15)
+    assert await store.get("que_1") is None
+
+
+async def test_subscribing_without_an_id_reannounces_every_pending_question(make_store):
+    store = await make_store()
+    await store.add(record("que_1"))
+    await store.add(record("que_2"))
+    await store.finish("que_1", "cancelled", {"action": "cancel"})
+    subscription = store.subscribe()
+    assert [(e.type, e.properties["id"], e.replayable) for e in subscription.backlog] == [
+        ("question.asked", "que_2", False)
+    ]
+    subscription.close()
+
+
+async def test_subscribing_with_a_known_id_replays_what_came_after(make_store):
+    store = await make_store()
+    watcher = store.subscribe()
+    await store.add(record("que_1"))
+    await store.add(record("que_2"))
+    await store.finish("que_1", "cancelled", {"action": "cancel"})
+    seen = await drain(watcher, 3)
+    watcher.close()
+
+    again = store.subscribe(seen[0].id)
+    assert [e.id for e in again.backlog] == [seen[1].id, seen[2].id]
+    again.close()
+    latest = store.subscribe(seen[2].id)
+    assert latest.backlog == []
+    latest.close()
+
+
+async def test_an_id_older_than_the_history_gets_the_reannouncement(make_store):
+    store = await make_store(history_size=2)
+    watcher = store.subscribe()
+    for name in ("que_1", "que_2", "que_3"):
+        await store.add(record(name))
+    seen = await drain(watcher, 3)
+    watcher.close()
+    subscription = store.subscribe(seen[0].id)
+    assert [(e.properties["id"], e.replayable) for e in subscription.backlog] == [
+        ("que_1", False),
+        ("que_2", False),
+        ("que_3", False),
+    ]
+    subscription.close()
+
+
+async def test_close_ends_subscriptions_after_what_was_queued(make_store):
+    store = await make_store()
+    subscription = store.subscribe()
+    await store.add(record("que_1"))
+    await store.finish("que_1", "cancelled", {"action": "cancel"})
+    await store.close()
+    got = [e.type async for e in subscription]
+    assert got == ["question.asked", "question.rejected"]
+
+
+async def test_a_subscriber_that_falls_too_far_behind_is_dropped(make_store):
+    store = await make_store(subscriber_queue=3)
+    slow = store.subscribe()
+    keeping_up = store.subscribe()
+    for index in range(5):
+        await store.add(record(f"que_{index}"))
+        assert (await drain(keeping_up, 1))[0].properties["id"] == f"que_{index}"
+    assert [e async for e in slow] == []  # dropped: it reconnects and replays
+    keeping_up.close()
