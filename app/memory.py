@@ -111,7 +111,7 @@ class MemoryStore(Store):
                 await asyncio.wait_for(done.wait(), seconds)
         return await self.get(request_id)
 
-    def subscribe(self, last_event_id: str | None = None) -> MemorySubscription:
+    async def subscribe(self, last_event_id: str | None = None) -> MemorySubscription:
         seq = self._history_seq.get(last_event_id) if last_event_id else None
         if seq is None:
             backlog = [record.asked_event(replayable=False) for record in self._pending.values()]

@@ -23,14 +23,20 @@ class GatewayServer(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, gateway: Gateway) -> None:
         super().__init__(config)
         self.gateway = gateway
-        self._draining: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._draining = False
+        self._drain_task: asyncio.Task[None] | None = None
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        if self._draining is not None or self.should_exit:
+        if self._draining or self.should_exit or self._loop is None:
             super().handle_exit(sig, frame)
             return
-        loop = asyncio.get_event_loop()
-        self._draining = loop.create_task(self._drain_then_exit(sig, frame))
+        self._draining = True
+        # A signal handler may run between two steps of the loop: hand the drain to the loop itself.
+        self._loop.call_soon_threadsafe(self._start_drain, sig, frame)
+
+    def _start_drain(self, sig: int, frame: FrameType | None) -> None:
+        self._drain_task = asyncio.get_running_loop().create_task(self._drain_then_exit(sig, frame))
 
     async def _drain_then_exit(self, sig: int, frame: FrameType | None) -> None:
         try:
@@ -42,6 +48,7 @@ class GatewayServer(uvicorn.Server):
             super().handle_exit(sig, frame)
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        self._loop = asyncio.get_running_loop()
         await super().startup(sockets)
         for server in self.servers:
             for listener in server.sockets:

@@ -110,5 +110,5 @@ class Store(ABC):
         """The record as soon as it is finished, or as it is after ``seconds``."""
 
     @abstractmethod
-    def subscribe(self, last_event_id: str | None = None) -> Subscription:
+    async def subscribe(self, last_event_id: str | None = None) -> Subscription:
         """Start a subscription; the caller must :meth:`Subscription.close` it."""

@@ -57,7 +57,7 @@ async def drain(subscription, count: int) -> list:
 
 async def test_add_keeps_the_record_pending_and_publishes_asked(make_store):
     store = await make_store()
-    subscription = store.subscribe()
+    subscription = await store.subscribe()
     await store.add(record("que_1", "/p"))
     [asked] = await drain(subscription, 1)
     assert (asked.type, asked.properties["id"], asked.directory, asked.replayable) == (
@@ -82,7 +82,7 @@ async def test_pending_lists_oldest_first(make_store):
 async def test_finish_happens_once_and_publishes_one_event(make_store):
     store = await make_store()
     await store.add(record("que_1"))
-    subscription = store.subscribe()
+    subscription = await store.subscribe()
     first = await store.finish("que_1", "answered", {"action": "accept", "content": {"a": "x"}}, [["x"]])
     second = await store.finish("que_1", "cancelled", {"action": "cancel"})
     assert first is not None
@@ -99,7 +99,7 @@ async def test_finish_happens_once_and_publishes_one_event(make_store):
 async def test_finish_without_answers_publishes_rejected(make_store):
     store = await make_store()
     await store.add(record("que_1"))
-    subscription = store.subscribe()
+    subscription = await store.subscribe()
     await store.finish("que_1", "declined", {"action": "decline"})
     [rejected] = await drain(subscription, 1)
     assert rejected.type == "question.rejected"
@@ -109,7 +109,7 @@ async def test_finish_without_answers_publishes_rejected(make_store):
 
 async def test_finish_of_an_unknown_id_changes_nothing(make_store):
     store = await make_store()
-    subscription = store.subscribe()
+    subscription = await store.subscribe()
     assert await store.finish("que_nope", "cancelled", {"action": "cancel"}) is None
     assert await store.get("que_nope") is None
     subscription.close()
@@ -148,7 +148,7 @@ async def test_subscribing_without_an_id_reannounces_every_pending_question(make
     await store.add(record("que_1"))
     await store.add(record("que_2"))
     await store.finish("que_1", "cancelled", {"action": "cancel"})
-    subscription = store.subscribe()
+    subscription = await store.subscribe()
     assert [(e.type, e.properties["id"], e.replayable) for e in subscription.backlog] == [
         ("question.asked", "que_2", False)
     ]
@@ -157,29 +157,29 @@ async def test_subscribing_without_an_id_reannounces_every_pending_question(make
 
 async def test_subscribing_with_a_known_id_replays_what_came_after(make_store):
     store = await make_store()
-    watcher = store.subscribe()
+    watcher = await store.subscribe()
     await store.add(record("que_1"))
     await store.add(record("que_2"))
     await store.finish("que_1", "cancelled", {"action": "cancel"})
     seen = await drain(watcher, 3)
     watcher.close()
 
-    again = store.subscribe(seen[0].id)
+    again = await store.subscribe(seen[0].id)
     assert [e.id for e in again.backlog] == [seen[1].id, seen[2].id]
     again.close()
-    latest = store.subscribe(seen[2].id)
+    latest = await store.subscribe(seen[2].id)
     assert latest.backlog == []
     latest.close()
 
 
 async def test_an_id_older_than_the_history_gets_the_reannouncement(make_store):
     store = await make_store(history_size=2)
-    watcher = store.subscribe()
+    watcher = await store.subscribe()
     for name in ("que_1", "que_2", "que_3"):
         await store.add(record(name))
     seen = await drain(watcher, 3)
     watcher.close()
-    subscription = store.subscribe(seen[0].id)
+    subscription = await store.subscribe(seen[0].id)
     assert [(e.properties["id"], e.replayable) for e in subscription.backlog] == [
         ("que_1", False),
         ("que_2", False),
@@ -190,7 +190,7 @@ async def test_an_id_older_than_the_history_gets_the_reannouncement(make_store):
 
 async def test_close_ends_subscriptions_after_what_was_queued(make_store):
     store = await make_store()
-    subscription = store.subscribe()
+    subscription = await store.subscribe()
     await store.add(record("que_1"))
     await store.finish("que_1", "cancelled", {"action": "cancel"})
     await store.close()
@@ -200,8 +200,8 @@ async def test_close_ends_subscriptions_after_what_was_queued(make_store):
 
 async def test_a_subscriber_that_falls_too_far_behind_is_dropped(make_store):
     store = await make_store(subscriber_queue=3)
-    slow = store.subscribe()
-    keeping_up = store.subscribe()
+    slow = await store.subscribe()
+    keeping_up = await store.subscribe()
     for index in range(5):
         await store.add(record(f"que_{index}"))
         assert (await drain(keeping_up, 1))[0].properties["id"] == f"que_{index}"

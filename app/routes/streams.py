@@ -1,6 +1,6 @@
 """Server-Sent Events for answerers: ``/event`` and ``/global/event``."""
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
@@ -30,13 +30,15 @@ routes = [
 ]
 
 
-def _stream(request: Request, frame_of, *, wrap: bool) -> EventSourceResponse:
+def _stream(
+    request: Request, frame_of: Callable[[events.Event], bytes | None], *, wrap: bool
+) -> EventSourceResponse:
     gateway: Gateway = request.app.state.gateway
     last_event_id = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
 
     async def frames() -> AsyncIterator[bytes]:
         # Subscribing inside the generator ties the subscription's life to the stream's.
-        subscription = gateway.store.subscribe(last_event_id)
+        subscription = await gateway.store.subscribe(last_event_id)
         try:
             yield frame_of(events.connected())
             for missed in subscription.backlog:
