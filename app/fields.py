@@ -116,10 +116,16 @@ def _integer(field: Field, value: Any) -> int:
 
 
 def _number_value(field: Field, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueProblem("expects a number")
-    _check_range(field, value)
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        raise ValueProblem("is too large a number") from None
+    if not math.isfinite(number):
+        raise ValueProblem("expects a finite number")
+    _check_range(field, number)
+    return number
 
 
 def _check_range(field: Field, value: float) -> None:
@@ -214,7 +220,11 @@ def _labels(field: Field) -> str:
 
 
 def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() and abs(value) < 1e16 else str(value)
+    """A number as people write it: ``3`` rather than ``3.0``, long ones shortened."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        value = int(value)
+    text = str(value)
+    return text if len(text) <= 24 else f"{text[:10]}…({len(text)} digits)"
 
 
 def _shown(value: Any) -> str:

@@ -142,15 +142,15 @@ def _parse_property(key: str, prop: Any, *, required: bool, where: str) -> Field
     if "enum" in prop:
         options = _enum_options(prop, where)
         field = Field(kind="choice", options=options, **base)
-    elif _const_list(prop.get("oneOf")) or _const_list(prop.get("anyOf")):
-        options = _const_options(prop.get("oneOf") or prop.get("anyOf"), prop, f"{where}.oneOf")
+    elif (consts := _const_entries(prop)) is not None:
+        options = _const_options(consts, prop, f"{where}.oneOf")
         field = Field(kind="choice", options=options, **base)
     elif prop.get("type") == "array" and _choice_items(prop.get("items")):
         items = prop["items"]
         if "enum" in items:
             options = _enum_options(items, f"{where}.items", extra_descriptions=prop)
         else:
-            entries = items.get("anyOf") or items.get("oneOf")
+            entries = _const_entries(items) or []
             options = _const_options(entries, items, f"{where}.items.anyOf", extra_descriptions=prop)
         min_items = _count(prop, "minItems", where)
         max_items = _count(prop, "maxItems", where)
@@ -167,7 +167,8 @@ def _parse_property(key: str, prop: Any, *, required: bool, where: str) -> Field
         max_length = _count(prop, "maxLength", where)
         if min_length is not None and max_length is not None and min_length > max_length:
             raise SchemaError(f"{where}.minLength is larger than its maxLength")
-        fmt = prop.get("format") if prop.get("format") in STRING_FORMATS else None
+        fmt = prop.get("format")
+        fmt = fmt if isinstance(fmt, str) and fmt in STRING_FORMATS else None
         pattern = _pattern(prop.get("pattern"))
         field = Field(
             kind="string", min_length=min_length, max_length=max_length, format=fmt, pattern=pattern, **base
@@ -216,10 +217,18 @@ def _const_list(entries: Any) -> bool:
     )
 
 
+def _const_entries(schema: dict) -> list | None:
+    """The ``oneOf`` (or ``anyOf``) list of ``{const, title}`` choices, if the schema has one."""
+    for combiner in ("oneOf", "anyOf"):
+        if _const_list(schema.get(combiner)):
+            return schema[combiner]
+    return None
+
+
 def _choice_items(items: Any) -> bool:
     if not isinstance(items, dict):
         return False
-    return "enum" in items or _const_list(items.get("anyOf")) or _const_list(items.get("oneOf"))
+    return "enum" in items or _const_entries(items) is not None
 
 
 def _enum_options(schema: dict, where: str, extra_descriptions: dict | None = None) -> tuple[Option, ...]:
@@ -279,7 +288,8 @@ def _count(prop: dict, name: str, where: str) -> int | None:
     value = prop.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or value != int(value):
+    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if isinstance(value, bool) or not whole or value < 0:
         raise SchemaError(f"{where}.{name} must be a non-negative whole number")
     return int(value)
 
@@ -288,9 +298,16 @@ def _bound(prop: dict, name: str, where: str) -> float | None:
     value = prop.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise SchemaError(f"{where}.{name} must be a number")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
+        raise SchemaError(f"{where}.{name} must be a finite number")
     return value
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 def _pattern(pattern: Any) -> str | None:

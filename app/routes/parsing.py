@@ -42,9 +42,13 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
 def parse_json(raw: bytes) -> Any:
     try:
-        return json.loads(raw)
+        return json.loads(raw, parse_constant=_no_constants)
     except (ValueError, RecursionError) as error:
         reason = "the body is empty" if not raw.strip() else f"the body is not valid JSON ({error})"
         raise InvalidJson(raw, reason) from None
