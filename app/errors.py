@@ -35,8 +35,8 @@ class PayloadError(Exception):
         return bad_request(self.message, self.kind, status=self.status)
 
 
-def tool_error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": code, "message": message, **extra}, status_code=status)
+def tool_error(http_status: int, code: str, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": code, "message": message, **extra}, status_code=http_status)
 
 
 def bad_request(

@@ -5,8 +5,7 @@ import contextlib
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-from mcp_types.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, JSONRPCRequest
-from pydantic import ValidationError
+from mcp_types.jsonrpc import PARSE_ERROR
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -16,11 +15,13 @@ from app.gateway import CANCEL, AlreadyFinished, Gateway, NotFound, ShuttingDown
 from app.routes.parsing import (
     BodyTooLarge,
     InvalidJson,
+    JsonRpcError,
     parse_form_params,
     parse_json,
     parse_options,
     parse_seconds,
     read_body,
+    unwrap_jsonrpc,
 )
 from app.schema import SchemaError
 from app.store import Record
@@ -44,23 +45,13 @@ async def elicit(request: Request) -> Response:
     except BodyTooLarge:
         return _too_large(gateway)
 
-    rpc_id: Any = None
-    is_rpc = isinstance(body, dict) and "jsonrpc" in body
-    if is_rpc:
-        try:
-            rpc = JSONRPCRequest.model_validate(body)
-        except ValidationError:
-            rpc_id = body.get("id") if isinstance(body.get("id"), int | str) else None
-            return jsonrpc_error(
-                rpc_id, INVALID_REQUEST, "not a JSON-RPC 2.0 request with an id and a method"
-            )
-        rpc_id = rpc.id
-        if rpc.method != "elicitation/create":
-            return jsonrpc_error(rpc_id, METHOD_NOT_FOUND, f"method {rpc.method!r} is not elicitation/create")
-        body = rpc.params
+    try:
+        is_rpc, rpc_id, params = unwrap_jsonrpc(body)
+    except JsonRpcError as error:
+        return jsonrpc_error(error.request_id, error.code, error.message)
 
     try:
-        record = await _ask(request, gateway, body)
+        record = await _ask(request, gateway, params)
     except ToolError as error:
         if is_rpc:
             return jsonrpc_error(rpc_id, error.jsonrpc_code, error.message)
@@ -70,7 +61,7 @@ async def elicit(request: Request) -> Response:
     if result is None:  # the tool went away: nobody is left to answer
         await _withdraw_quietly(gateway, record.id)
         return Response(status_code=499)
-    if rpc_id is not None:
+    if is_rpc:
         return JSONResponse({"jsonrpc": "2.0", "id": rpc_id, "result": result})
     return JSONResponse(result)
 
@@ -79,9 +70,12 @@ async def create(request: Request) -> Response:
     gateway = _gateway(request)
     try:
         body = parse_json(await read_body(request, gateway.settings.max_body_size))
-        record = await _ask(request, gateway, body)
+        _, _, params = unwrap_jsonrpc(body)
+        record = await _ask(request, gateway, params)
     except InvalidJson as error:
         return tool_error(400, "invalid_json", error.reason)
+    except JsonRpcError as error:
+        return tool_error(400, "invalid_request", error.message)
     except BodyTooLarge:
         return _too_large(gateway)
     except ToolError as error:
@@ -150,8 +144,6 @@ async def _ask(request: Request, gateway: Gateway, params: Any) -> Record:
 
 
 def _form_params(params: Any) -> tuple[str, dict[str, Any]]:
-    if params is None:
-        raise ToolError(400, "invalid_params", "params are required: the MCP elicitation params")
     try:
         return parse_form_params(params)
     except SchemaError as error:

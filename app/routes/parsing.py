@@ -5,6 +5,7 @@ import math
 from typing import Any
 
 from mcp.types import ElicitRequestFormParams
+from mcp_types.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, JSONRPCRequest
 from pydantic import ValidationError
 from starlette.requests import Request
 
@@ -52,6 +53,35 @@ def parse_json(raw: bytes) -> Any:
     except (ValueError, RecursionError) as error:
         reason = "the body is empty" if not raw.strip() else f"the body is not valid JSON ({error})"
         raise InvalidJson(raw, reason) from None
+
+
+class JsonRpcError(Exception):
+    def __init__(self, request_id: Any, code: int, message: str) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+        self.code = code
+        self.message = message
+
+
+def unwrap_jsonrpc(body: Any) -> tuple[bool, Any, Any]:
+    """``(is_jsonrpc, id, params)``: a JSON-RPC ``elicitation/create`` request gives up its params."""
+    if not (isinstance(body, dict) and "jsonrpc" in body):
+        return False, None, body
+    raw_id = body.get("id")
+    request_id = raw_id if isinstance(raw_id, int | str) and not isinstance(raw_id, bool) else None
+    try:
+        request = JSONRPCRequest.model_validate({**body, "params": None})
+    except ValidationError:
+        problem = 'not a JSON-RPC 2.0 request: it needs "jsonrpc": "2.0", an "id" and a "method"'
+        raise JsonRpcError(request_id, INVALID_REQUEST, problem) from None
+    if request.method != "elicitation/create":
+        problem = f"method {request.method!r} is not supported: only elicitation/create is"
+        raise JsonRpcError(request.id, METHOD_NOT_FOUND, problem)
+    params = body.get("params")
+    if not isinstance(params, dict):
+        problem = "params must be an object: the MCP elicitation params (message, requestedSchema)"
+        raise JsonRpcError(request.id, INVALID_PARAMS, problem)
+    return True, request.id, params
 
 
 def parse_form_params(body: Any) -> tuple[str, dict[str, Any]]:
