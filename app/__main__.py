@@ -1,39 +1,25 @@
-"""``python -m app``: run the gateway."""
+"""``python -m app``: run the gateway (``serve``, the default), or one of its client commands.
 
-import argparse
+Each command lives in its own module with a ``main(argv) -> int``:
+
+- ``serve`` (default): :mod:`app.serve_command`
+- ``ask``: post an elicitation from a shell script (:mod:`app.ask`)
+- ``answer``: answer questions in the terminal (:mod:`app.answer`)
+"""
+
+import importlib
 import sys
 
-from pydantic import ValidationError
-
-from app import __version__
-from app.settings import Settings
+COMMANDS = {"serve": "app.serve_command", "ask": "app.ask", "answer": "app.answer"}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m app",
-        description="Elicitation Gateway: MCP elicitations asked as OpenCode questions over SSE.",
-        epilog="Every setting can also come from a GATEWAY_* environment variable (see the README).",
-    )
-    parser.add_argument("--host", help="address to listen on (GATEWAY_HOST, default 127.0.0.1)")
-    parser.add_argument("--port", type=int, help="port to listen on (GATEWAY_PORT, default 4096)")
-    parser.add_argument("--store", help="where questions are kept (GATEWAY_STORE, default memory)")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    args = parser.parse_args(argv)
-
-    overrides = {name: value for name, value in vars(args).items() if value is not None}
-    try:
-        settings = Settings(**overrides)
-    except ValidationError as error:
-        for problem in error.errors():
-            name = ".".join(str(part) for part in problem["loc"])
-            print(f"invalid setting {name} (GATEWAY_{name.upper()}): {problem['msg']}", file=sys.stderr)
-        return 2
-
-    from app.server import serve
-
-    serve(settings)
-    return 0
+    args = sys.argv[1:] if argv is None else argv
+    command = "serve"
+    if args and args[0] in COMMANDS:
+        command, args = args[0], args[1:]
+    module = importlib.import_module(COMMANDS[command])
+    return module.main(args)
 
 
 if __name__ == "__main__":

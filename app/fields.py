@@ -11,6 +11,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
 
 Kind = Literal["choice", "multi", "boolean", "integer", "number", "string", "text"]
 
@@ -37,9 +38,9 @@ class Option(BaseModel):
 
 
 class Field(BaseModel):
-    """One property of the schema, reduced to what answering it needs."""
+    """One property of the schema, reduced to what answering it needs (camelCase on the wire)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
 
     key: str
     kind: Kind
@@ -47,10 +48,10 @@ class Field(BaseModel):
     options: tuple[Option, ...] = ()
     has_default: bool = False
     default: Any = None
-    minimum: float | None = None
-    maximum: float | None = None
-    exclusive_minimum: float | None = None
-    exclusive_maximum: float | None = None
+    minimum: int | float | None = None
+    maximum: int | float | None = None
+    exclusive_minimum: int | float | None = None
+    exclusive_maximum: int | float | None = None
     min_length: int | None = None
     max_length: int | None = None
     format: str | None = None

@@ -56,6 +56,28 @@ def normalize_directory(directory: str | None) -> str | None:
     )
 
 
+def describe_form(record: Record) -> dict[str, Any]:
+    """A pending request with what each question accepts: kind, limits, default, option values."""
+    fields = []
+    for field, question in zip(record.form.fields, record.request.questions, strict=True):
+        described = field.model_dump(
+            mode="json", by_alias=True, exclude_none=True, exclude={"has_default", "default"}
+        )
+        if field.has_default:
+            described["default"] = field.default
+        if not field.options:
+            described.pop("options", None)
+        fields.append({**described, "header": question.header, "question": question.question})
+    return {
+        "id": record.id,
+        "sessionID": record.request.sessionID,
+        "message": record.message,
+        "legacy": record.form.legacy,
+        "expiresAt": record.expires_at,
+        "fields": fields,
+    }
+
+
 class Gateway:
     def __init__(self, settings: Settings, store: Store | None = None) -> None:
         self.settings = settings
@@ -159,11 +181,15 @@ class Gateway:
             if directory is None or record.directory is None or record.directory == directory
         ]
 
-    async def reply(self, request_id: str, answers: list[list[str]]) -> Record:
-        """Accept with typed content; raises :class:`~app.answers.AnswerError` when answers do not fit."""
+    async def pending_record(self, request_id: str) -> Record:
         record = await self.store.get(request_id)
         if record is None or not record.pending:
             raise NotFound(request_id)
+        return record
+
+    async def reply(self, request_id: str, answers: list[list[str]]) -> Record:
+        """Accept with typed content; raises :class:`~app.answers.AnswerError` when answers do not fit."""
+        record = await self.pending_record(request_id)
         content = answers_to_content(record.form, answers)
         result = {"action": ACCEPT, "content": content}
         finished = await self._finish(request_id, "answered", result, answers=answers, reason="answered")

@@ -6,7 +6,7 @@ from starlette.routing import Route
 
 from app.answers import AnswerError
 from app.errors import PayloadError, bad_request, question_not_found
-from app.gateway import CANCEL, DECLINE, Gateway, NotFound
+from app.gateway import CANCEL, DECLINE, Gateway, NotFound, describe_form
 from app.routes.parsing import BodyTooLarge, InvalidJson, directory_of, parse_answers, parse_json, read_body
 
 
@@ -47,9 +47,22 @@ async def reject(request: Request) -> Response:
     return JSONResponse(True)
 
 
+async def question_form(request: Request) -> Response:
+    """The gateway's own extension: what each question accepts, for answerers that render forms."""
+    try:
+        request_id = _request_id(request)
+        record = await _gateway(request).pending_record(request_id)
+    except PayloadError as error:
+        return error.response()
+    except NotFound as missing:
+        return question_not_found(str(missing))
+    return JSONResponse(describe_form(record))
+
+
 routes = [
     Route("/question", list_questions, methods=["GET"]),
     Route("/question/", list_questions, methods=["GET"]),
+    Route("/question/{requestID}/form", question_form, methods=["GET"]),
     Route("/question/{requestID}/reply", reply, methods=["POST"]),
     Route("/question/{requestID}/reject", reject, methods=["POST"]),
 ]

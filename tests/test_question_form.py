@@ -1,0 +1,61 @@
+"""``GET /question/{id}/form``: what each question accepts, for answerers that render real forms."""
+
+from tests.conftest import load_params, shared_schema_files
+from tests.helpers import form, pending
+
+
+def spec_params():
+    return load_params(next(p for p in shared_schema_files() if p.name.startswith("spec-2025-11-25")))
+
+
+async def test_form_describes_every_question(client):
+    params = spec_params()
+    await client.post("/elicitations", json=params)
+    [request] = await pending(client)
+    described = (await client.get(f"/question/{request['id']}/form")).json()
+    assert described["id"] == request["id"]
+    assert described["message"] == "Configure the deployment"
+    fields = {f["key"]: f for f in described["fields"]}
+    assert list(fields) == list(params["requestedSchema"]["properties"])
+    assert [f["header"] for f in described["fields"]] == [q["header"] for q in request["questions"]]
+    assert fields["name"] | {"question": ""} == {
+        "key": "name",
+        "kind": "string",
+        "required": True,
+        "minLength": 2,
+        "maxLength": 50,
+        "default": "svc",
+        "header": "Name",
+        "question": "",
+    }
+    assert (fields["replicas"]["minimum"], fields["replicas"]["maximum"], fields["replicas"]["default"]) == (
+        1,
+        10,
+        2,
+    )
+    assert fields["email"]["format"] == "email"
+    assert fields["confirm"]["kind"] == "boolean"
+    assert fields["confirm"]["default"] is False
+    assert fields["env"]["options"] == [
+        {"value": "dev", "label": "Development", "description": ""},
+        {"value": "prod", "label": "Production", "description": ""},
+    ]
+    assert (fields["features"]["kind"], fields["features"]["minItems"], fields["features"]["maxItems"]) == (
+        "multi",
+        1,
+        2,
+    )
+    assert "default" not in fields["teams"]
+    assert "options" not in fields["email"]
+
+
+async def test_form_of_unknown_finished_or_malformed_ids(client):
+    created = (await client.post("/elicitations", json=form({"enum": ["a"]}))).json()
+    await client.post(f"/question/{created['id']}/reject")
+    for request_id in (created["id"], "que_000000000000unknownunknown"):
+        missing = await client.get(f"/question/{request_id}/form")
+        assert missing.status_code == 404
+        assert missing.json()["_tag"] == "QuestionNotFoundError"
+    malformed = await client.get("/question/abc/form")
+    assert malformed.status_code == 400
+    assert malformed.json()["data"]["kind"] == "Params"
