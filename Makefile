@@ -7,13 +7,14 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 ARGS ?=
 PYTEST_ARGS ?=
+NODE_TESTS := tests/node
 
 .PHONY: run test lint format install constraints
 
 run: $(VENV)/.installed
 	$(BIN)/python -m app $(ARGS)
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed $(NODE_TESTS)/node_modules/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest $(PYTEST_ARGS)
@@ -31,6 +32,11 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed (set PYTHON=...)")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[test]"
+	touch $@
+
+# The published OpenCode SDK for its compatibility test, exactly as the committed lock file pins it.
+$(NODE_TESTS)/node_modules/.installed: $(NODE_TESTS)/package.json $(NODE_TESTS)/package-lock.json
+	npm ci --prefix $(NODE_TESTS) --no-audit --no-fund
 	touch $@
 
 # Refresh the pinned versions after changing dependencies in pyproject.toml.

@@ -5,19 +5,23 @@ Routes call this; it calls the pure conversion (:mod:`app.schema`, :mod:`app.ans
 """
 
 import asyncio
+import contextlib
 import logging
 import posixpath
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from app import ids
+from app import events, ids
 from app.answers import answers_to_content
-from app.memory import MemoryStore
+from app.metrics import Metrics
 from app.models import QuestionRequest, QuestionTool
-from app.schema import SOFT_QUESTION_LIMIT, build_form
+from app.schema import SOFT_QUESTION_LIMIT, SchemaError, build_form
+from app.sensitive import sensitive_property
 from app.settings import Settings
-from app.store import Record, Status, Store
+from app.store import Record, Status, Store, StoreUnavailable
+from app.stores import make_store
 
 logger = logging.getLogger("app.gateway")
 
@@ -36,6 +40,10 @@ class AlreadyFinished(Exception):
 
 class ShuttingDown(Exception):
     """The gateway is stopping and takes no new questions."""
+
+
+class LimitExceeded(Exception):
+    """Too many questions pending; the tool may ask again once some are answered."""
 
 
 @dataclass(frozen=True)
@@ -81,26 +89,35 @@ def describe_form(record: Record) -> dict[str, Any]:
 class Gateway:
     def __init__(self, settings: Settings, store: Store | None = None) -> None:
         self.settings = settings
-        self.store = store or MemoryStore(
-            history_size=settings.history_size,
-            result_ttl=settings.result_ttl,
-            subscriber_queue=settings.subscriber_queue,
-        )
+        self.store = store or make_store(settings)
         self.default_directory = normalize_directory(settings.directory) or settings.directory
+        self.metrics = Metrics()
+        self.subscribers = 0
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
+        self._waiting: set[str] = set()  # questions whose tool waits on this process (``POST /elicit``)
+        self._watcher: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         await self.store.start()
+        if self.store.shared:
+            self._watcher = asyncio.get_running_loop().create_task(self._watch_shared_questions())
 
     async def shutdown(self) -> None:
         """Give every pending tool ``cancel`` (answerers see ``question.rejected``), then end streams."""
         if self._closing:
             return
         self._closing = True
-        for record in await self.store.pending():
-            await self._finish(record.id, "cancelled", {"action": CANCEL}, reason="shutdown")
+        if self._watcher is not None:
+            self._watcher.cancel()
+        try:
+            # A shared store's questions outlive this process; only tools waiting on it need an answer.
+            ids_ = list(self._waiting) if self.store.shared else [r.id for r in await self.store.pending()]
+            for request_id in ids_:
+                await self._finish(request_id, "cancelled", {"action": CANCEL}, reason="shutdown")
+        except StoreUnavailable as error:
+            logger.warning("shutdown could not finish pending questions: %s", error)
         await self.store.close()
         for timer in self._timers.values():
             timer.cancel()
@@ -117,15 +134,27 @@ class Gateway:
         """Create a pending record; raises :class:`~app.schema.SchemaError` for a schema it cannot ask."""
         if self._closing:
             raise ShuttingDown("the gateway is shutting down")
+        settings = self.settings
         form = build_form(
             schema,
             message,
-            header_length=self.settings.header_length,
-            max_questions=self.settings.max_questions,
+            header_length=settings.header_length,
+            max_questions=settings.max_questions,
+            max_options=settings.max_options,
+            max_text_length=settings.max_text_length,
         )
+        if not settings.allow_sensitive and (found := sensitive_property(schema)):
+            key, what = found
+            raise SchemaError(
+                f"requestedSchema.properties.{key} looks like it asks for {what}; MCP forbids asking for "
+                "secrets in form mode (GATEWAY_ALLOW_SENSITIVE=true allows it)",
+                code="sensitive_question",
+            )
+        session_id = options.session_id or settings.session_id
+        await self._check_room(session_id)
         request = QuestionRequest(
             id=ids.question_id(),
-            sessionID=options.session_id or self.settings.session_id,
+            sessionID=session_id,
             questions=list(form.questions),
             tool=options.tool,
         )
@@ -147,10 +176,23 @@ class Gateway:
             expires_at=now + timeout,
         )
         await self.store.add(record)
-        loop = asyncio.get_running_loop()
-        self._timers[record.id] = loop.call_later(timeout, self._spawn_expiry, record.id)
+        self.metrics.asked.inc()
+        self._schedule_expiry(record.id, timeout)
         logger.debug("elicitation %s asked: %d questions", record.id, len(form.fields))
         return record
+
+    async def _check_room(self, session_id: str) -> None:
+        limit = self.settings.max_pending
+        if await self.store.count_pending() >= limit:
+            raise LimitExceeded(
+                f"{limit} questions are pending, the most the gateway keeps (GATEWAY_MAX_PENDING)"
+            )
+        limit = self.settings.max_pending_per_session
+        if await self.store.count_pending(session_id) >= limit:
+            raise LimitExceeded(
+                f"session {session_id} has {limit} questions pending, the most one session may have "
+                "(GATEWAY_MAX_PENDING_PER_SESSION)"
+            )
 
     async def result(self, request_id: str, wait: float | None = None) -> Record:
         record = await self.store.get(request_id)
@@ -159,6 +201,15 @@ class Gateway:
         if record.pending and wait:
             record = await self.store.wait(request_id, min(wait, self.settings.max_timeout)) or record
         return record
+
+    @contextlib.contextmanager
+    def tool_waiting(self, request_id: str) -> Iterator[None]:
+        """A tool waits on this process for the answer: shutdown gives it ``cancel``."""
+        self._waiting.add(request_id)
+        try:
+            yield
+        finally:
+            self._waiting.discard(request_id)
 
     async def withdraw(self, request_id: str) -> Record:
         """The tool no longer wants an answer: ``cancelled``, and answerers see ``question.rejected``."""
@@ -221,19 +272,66 @@ class Gateway:
         timer = self._timers.pop(request_id, None)
         if timer is not None:
             timer.cancel()
+        duration = (record.finished_at or record.created_at) - record.created_at
+        self.metrics.finished.labels(status).inc()
+        if status == "answered":
+            self.metrics.time_to_answer.observe(duration)
         logger.info(
             "elicitation %s %s (%s) after %.1f s",
             request_id,
             status,
             reason,
-            (record.finished_at or record.created_at) - record.created_at,
+            duration,
+            extra={"elicitation": request_id, "outcome": status, "duration": round(duration, 3)},
         )
         return record
 
+    def _schedule_expiry(self, request_id: str, delay: float) -> None:
+        if (timer := self._timers.pop(request_id, None)) is not None:
+            timer.cancel()
+        self._timers[request_id] = asyncio.get_running_loop().call_later(
+            max(delay, 0), self._spawn_expiry, request_id
+        )
+
     def _spawn_expiry(self, request_id: str) -> None:
         self._timers.pop(request_id, None)
-        task = asyncio.get_running_loop().create_task(
-            self._finish(request_id, "expired", {"action": CANCEL}, reason="timed out")
-        )
+        task = asyncio.get_running_loop().create_task(self._expire(request_id))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _expire(self, request_id: str) -> None:
+        try:
+            await self._finish(request_id, "expired", {"action": CANCEL}, reason="timed out")
+        except StoreUnavailable as error:  # a shared store's replicas expire it once it is back
+            logger.warning("elicitation %s could not expire now: %s", request_id, error)
+
+    async def _watch_shared_questions(self) -> None:
+        """With a shared store, every replica keeps a timer for every pending question, so a timeout
+        fires even when the replica that asked is gone; the store lets only the first one finish it.
+
+        Subscribing announces every pending question (also after Redis comes back); then each new one
+        is announced as it is asked.
+        """
+        while not self._closing:
+            try:
+                subscription = await self.store.subscribe()
+                try:
+                    for event in subscription.backlog:
+                        await self._adopt(event)
+                    async for event in subscription:
+                        await self._adopt(event)
+                finally:
+                    subscription.close()
+            except StoreUnavailable:
+                pass
+            await asyncio.sleep(1)
+
+    async def _adopt(self, event: events.Event) -> None:
+        if event.type in (events.REPLIED, events.REJECTED):
+            if (timer := self._timers.pop(event.properties["requestID"], None)) is not None:
+                timer.cancel()
+            return
+        if event.type == events.ASKED and event.properties["id"] not in self._timers:
+            record = await self.store.get(event.properties["id"])
+            if record is not None and record.pending:
+                self._schedule_expiry(record.id, record.expires_at - time.time())

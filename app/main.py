@@ -1,4 +1,4 @@
-"""The ASGI application: ``create_app(settings)``, or ``app`` configured from the environment."""
+"""The ASGI application: ``create_app(settings)`` (``uvicorn --factory app.main:create_app``)."""
 
 import contextlib
 import logging
@@ -6,12 +6,17 @@ from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from app.gateway import Gateway
+from app.mcp_server import McpEndpoint
 from app.routes import routes
+from app.security import AccessControl
 from app.settings import Settings
+from app.store import StoreUnavailable
 
 logger = logging.getLogger("app")
 
@@ -31,22 +36,53 @@ async def _server_error(request: Request, error: Exception) -> JSONResponse:
     return JSONResponse({"error": "internal", "message": "unexpected error; see the server log"}, 500)
 
 
+LOCAL_ORIGINS = r"https?://(localhost|127\.0\.0\.1|\[::1\])(:[0-9]+)?"
+
+
+def cors(settings: Settings) -> Middleware:
+    """As OpenCode allows: local pages on any port, plus configured origins; ``*`` never with credentials."""
+    wildcard = "*" in settings.cors_origins
+    return Middleware(
+        CORSMiddleware,
+        allow_origins=settings.cors_origins,
+        allow_origin_regex=LOCAL_ORIGINS,
+        allow_credentials=not wildcard,
+        allow_methods=["GET", "POST", "DELETE"],
+        allow_headers=["Authorization", "Content-Type", "Last-Event-ID", "x-opencode-directory"],
+        expose_headers=["Location"],
+        max_age=600,
+    )
+
+
+async def _store_unavailable(request: Request, error: Exception) -> JSONResponse:
+    return JSONResponse(
+        {"error": "store_unavailable", "message": str(error)}, status_code=503, headers={"Retry-After": "1"}
+    )
+
+
 def create_app(settings: Settings | None = None, gateway: Gateway | None = None) -> Starlette:
     settings = settings or Settings()
     gateway = gateway or Gateway(settings)
+    mcp = McpEndpoint(gateway, settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await gateway.start()
-        try:
-            yield
-        finally:
-            await gateway.shutdown()
+        async with mcp.running():  # the MCP server's sessions end after the gateway's questions
+            try:
+                yield
+            finally:
+                await gateway.shutdown()
 
     app = Starlette(
-        routes=routes,
+        routes=[*routes, *mcp.routes],
+        middleware=[cors(settings), Middleware(AccessControl, settings=settings)],
         lifespan=lifespan,
-        exception_handlers={HTTPException: _http_error, Exception: _server_error},
+        exception_handlers={
+            HTTPException: _http_error,
+            StoreUnavailable: _store_unavailable,
+            Exception: _server_error,
+        },
     )
     app.state.gateway = gateway
     app.state.settings = settings

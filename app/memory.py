@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import itertools
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -59,6 +59,7 @@ class MemoryStore(Store):
         self._result_ttl = result_ttl
         self._subscriber_queue = subscriber_queue
         self._pending: dict[str, Record] = {}  # insertion order is creation order
+        self._pending_by_session: Counter[str] = Counter()
         self._finished: dict[str, Record] = {}
         self._done: dict[str, asyncio.Event] = {}
         self._forget_timers: dict[str, asyncio.TimerHandle] = {}
@@ -77,6 +78,7 @@ class MemoryStore(Store):
 
     async def add(self, record: Record) -> None:
         self._pending[record.id] = record
+        self._pending_by_session[record.request.sessionID] += 1
         self._done[record.id] = asyncio.Event()
         self._publish(record.asked_event())
 
@@ -85,6 +87,11 @@ class MemoryStore(Store):
 
     async def pending(self) -> list[Record]:
         return list(self._pending.values())
+
+    async def count_pending(self, session_id: str | None = None) -> int:
+        if session_id is None:
+            return len(self._pending)
+        return self._pending_by_session.get(session_id, 0)
 
     async def finish(
         self,
@@ -96,6 +103,10 @@ class MemoryStore(Store):
         record = self._pending.pop(request_id, None)
         if record is None:
             return None
+        session = record.request.sessionID
+        self._pending_by_session[session] -= 1
+        if not self._pending_by_session[session]:
+            del self._pending_by_session[session]
         record = record.model_copy(update={"status": status, "result": result, "finished_at": time.time()})
         self._finished[request_id] = record
         self._publish(record.finished_event(answers))

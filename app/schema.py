@@ -56,8 +56,16 @@ def build_form(
     *,
     header_length: int = 12,
     max_questions: int = 50,
+    max_options: int | None = None,
+    max_text_length: int | None = None,
 ) -> Form:
     """Convert a ``requestedSchema`` into questions; raise :class:`SchemaError` naming the bad part."""
+    form = _convert(schema, message, header_length, max_questions)
+    _check_sizes(form, schema, message, max_options, max_text_length)
+    return form
+
+
+def _convert(schema: Any, message: str, header_length: int, max_questions: int) -> Form:
     where = "requestedSchema"
     if not isinstance(schema, dict):
         raise SchemaError(f"{where} must be a JSON object, not {_json_type(schema)}")
@@ -105,6 +113,45 @@ def build_form(
         fields.append(field)
         questions.append(_question(field, text, header))
     return Form(fields=tuple(fields), questions=tuple(questions))
+
+
+def _check_sizes(
+    form: Form, schema: dict, message: str, max_options: int | None, max_text_length: int | None
+) -> None:
+    """Refuse what no person could read: too many options, texts longer than the limit."""
+    properties = {"value": schema} if form.legacy else schema["properties"]
+    if max_text_length is not None and len(message) > max_text_length:
+        raise SchemaError(
+            f"message is {len(message)} characters long; at most {max_text_length} are allowed",
+            code="text_too_long",
+        )
+    for field in form.fields:
+        where = "requestedSchema" if form.legacy else f"requestedSchema.properties.{field.key}"
+        if max_options is not None and len(field.options) > max_options:
+            raise SchemaError(
+                f"{where} offers {len(field.options)} options; at most {max_options} are allowed",
+                code="too_many_options",
+            )
+        if max_text_length is None:
+            continue
+        prop = properties[field.key]
+        texts = [
+            ("key", field.key),
+            ("title", _text(prop, "title")),
+            ("description", _text(prop, "description")),
+        ]
+        texts += [(f"option {option.value[:20]!r}", option.label) for option in field.options]
+        texts += [(f"option {option.value[:20]!r}", option.value) for option in field.options]
+        texts += [
+            (f"description of option {option.value[:20]!r}", option.description) for option in field.options
+        ]
+        for what, text in texts:
+            if len(text) > max_text_length:
+                raise SchemaError(
+                    f"{where}: its {what} is {len(text)} characters long; "
+                    f"at most {max_text_length} are allowed",
+                    code="text_too_long",
+                )
 
 
 def shorten(text: str, limit: int) -> str:

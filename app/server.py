@@ -3,13 +3,14 @@
 import asyncio
 import logging
 import socket
-import sys
 from types import FrameType
 
 import uvicorn
 
 from app.gateway import Gateway
+from app.logs import configure_logging
 from app.main import create_app
+from app.security import warn_if_exposed
 from app.settings import Settings
 
 logger = logging.getLogger("app")
@@ -58,16 +59,14 @@ class GatewayServer(uvicorn.Server):
 
 
 def serve(settings: Settings) -> None:
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    log_config = configure_logging(settings)
+    warn_if_exposed(settings)
     gateway = Gateway(settings)
     config = uvicorn.Config(
         create_app(settings, gateway),
         host=settings.host,
         port=settings.port,
+        log_config=log_config,
         log_level=settings.log_level,
         timeout_graceful_shutdown=settings.shutdown_grace + 5,
         lifespan="on",

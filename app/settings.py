@@ -1,20 +1,22 @@
 """Every setting of the service, read from ``GATEWAY_*`` environment variables (and flags)."""
 
 import os
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_SESSION_ID = "ses_000000000000ElicitGateway"
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore", populate_by_name=True)
 
     host: str = Field("127.0.0.1", description="Address to listen on.")
     port: int = Field(4096, ge=0, le=65535, description="Port to listen on (0 picks a free one).")
-    store: str = Field("memory", description="Where questions are kept: `memory`.")
+    store: str = Field(
+        "memory", description="Where questions are kept: `memory`, or a Redis URL shared by every replica."
+    )
     timeout: float = Field(300, gt=0, description="Default seconds a question waits for an answer.")
     max_timeout: float = Field(
         3600, gt=0, description="The most a tool may ask for with `timeout` or `wait`."
@@ -36,12 +38,59 @@ class Settings(BaseSettings):
     send_timeout: float = Field(30, gt=0, description="Seconds a stalled SSE client may block one send.")
     shutdown_grace: float = Field(5, ge=0, description="Seconds to finish pending questions on shutdown.")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
+    log_format: Literal["text", "json"] = Field("text", description="`text`, or `json` (one object a line).")
+
+    # Security
+    tool_token: SecretStr | None = Field(
+        None, description="Bearer token required on the tool side (`/elicit`, `/elicitations`, `/mcp`)."
+    )
+    answerer_password: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("OPENCODE_SERVER_PASSWORD", "GATEWAY_ANSWERER_PASSWORD"),
+        description="HTTP Basic password required on the answerer side (`OPENCODE_SERVER_PASSWORD`).",
+    )
+    answerer_username: str = Field(
+        "opencode",
+        validation_alias=AliasChoices("OPENCODE_SERVER_USERNAME", "GATEWAY_ANSWERER_USERNAME"),
+        description="HTTP Basic username on the answerer side (`OPENCODE_SERVER_USERNAME`).",
+    )
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Origins allowed besides localhost, 127.0.0.1 and the same host (comma-separated).",
+    )
+    allow_sensitive: bool = Field(
+        False, description="Allow form questions that look like passwords, API keys, tokens or card numbers."
+    )
+
+    # Limits
+    max_options: int = Field(200, ge=1, description="Most options one question may offer.")
+    max_text_length: int = Field(
+        10_000, ge=1, description="Longest message, title, description, option label or answer (characters)."
+    )
+    max_pending: int = Field(20_000, ge=1, description="Most questions pending at once, in all.")
+    max_pending_per_session: int = Field(1_000, ge=1, description="Most questions pending in one session.")
+    max_subscribers: int = Field(10_000, ge=1, description="Most open event streams at once.")
 
     @field_validator("store")
     @classmethod
     def _known_store(cls, value: str) -> str:
-        if value != "memory":
-            raise ValueError("only the in-memory store ('memory') is available")
+        if value == "memory" or value.startswith(("redis://", "rediss://", "unix://")):
+            return value
+        raise ValueError(
+            "must be 'memory' or a Redis URL (redis://host:6379/0, rediss://... for TLS, "
+            "unix:///path/to/redis.sock)"
+        )
+
+    @field_validator("tool_token", "answerer_password", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if value == "" else value
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [origin.strip() for origin in value.split(",") if origin.strip()]
         return value
 
     @field_validator("session_id")

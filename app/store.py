@@ -73,12 +73,27 @@ class Subscription(ABC):
     def close(self) -> None: ...
 
 
+class StoreUnavailable(Exception):
+    """The store cannot be reached now (a remote backend is down); the request may be retried."""
+
+
 class Store(ABC):
+    shared = False
+    """True when other processes use the same records (Redis): pending questions outlive this one."""
+
     async def start(self) -> None:  # noqa: B027  (optional hook)
         """Open connections, start background work."""
 
     async def close(self) -> None:  # noqa: B027  (optional hook)
         """End every subscription (after what is queued for it) and release resources."""
+
+    async def healthy(self) -> bool:
+        """Whether the store can serve requests now (a remote store may be unreachable)."""
+        return True
+
+    async def count_pending(self, session_id: str | None = None) -> int:
+        """How many records are pending (in one session, if given); backends may do it faster."""
+        return sum(1 for r in await self.pending() if session_id is None or r.request.sessionID == session_id)
 
     @abstractmethod
     async def add(self, record: Record) -> None:

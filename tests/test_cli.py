@@ -40,7 +40,9 @@ def gateway_process(*args: str, env: dict[str, str] | None = None) -> Iterator[t
     try:
         url = None
         assert process.stdout is not None
+        process.startup_output = ""  # type: ignore[attr-defined]
         for line in process.stdout:
+            process.startup_output += line  # type: ignore[attr-defined]
             found = LISTENING.search(line)
             if found:
                 url = found.group(1)

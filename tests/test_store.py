@@ -1,9 +1,10 @@
-"""The store interface's promises, checked on every implementation (the in-memory one today).
+"""The store interface's promises, checked on every implementation: in memory, and on a real Redis.
 
 Routes and the gateway rely only on these; a new backend passes this file unchanged.
 """
 
 import asyncio
+import itertools
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -11,10 +12,24 @@ import pytest
 
 from app.memory import MemoryStore
 from app.models import QuestionRequest
+from app.redis_store import RedisStore
 from app.schema import build_form
 from app.store import Record, Store
 
-STORES: dict[str, Callable[..., Store]] = {"memory": MemoryStore}
+pytest_plugins = ["tests.redis_server"]
+
+_prefixes = itertools.count()
+
+
+def redis_store(request, **options) -> RedisStore:
+    """A Redis store with keys of its own, on the test Redis server."""
+    return RedisStore(request.getfixturevalue("redis_url"), prefix=f"test{next(_prefixes)}", **options)
+
+
+STORES: dict[str, Callable[..., Store]] = {
+    "memory": lambda request, **options: MemoryStore(**options),
+    "redis": redis_store,
+}
 
 
 @pytest.fixture(params=sorted(STORES))
@@ -22,7 +37,7 @@ async def make_store(request) -> AsyncIterator[Callable[..., Store]]:
     made: list[Store] = []
 
     async def make(**options) -> Store:
-        store = STORES[request.param](**options)
+        store = STORES[request.param](request, **options)
         await store.start()
         made.append(store)
         return store

@@ -489,7 +489,7 @@ def _read_to_end(raw: socket.socket) -> bytes:
 
 
 async def test_a_stalled_subscriber_is_disconnected_while_others_keep_working(make_server):
-    server = make_server(subscriber_queue=5)
+    server = make_server(subscriber_queue=5, max_text_length=1_000_000)
     subscribers = server.gateway.store._subscribers
     raw = _stalled_subscriber(server.port)
     try:

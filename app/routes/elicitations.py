@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from app.errors import ToolError, jsonrpc_error, tool_error
-from app.gateway import CANCEL, AlreadyFinished, Gateway, NotFound, ShuttingDown
+from app.gateway import CANCEL, AlreadyFinished, Gateway, LimitExceeded, NotFound, ShuttingDown
 from app.routes.parsing import (
     BodyTooLarge,
     InvalidJson,
@@ -57,7 +57,8 @@ async def elicit(request: Request) -> Response:
             return jsonrpc_error(rpc_id, error.jsonrpc_code, error.message)
         return error.response()
 
-    result = await _until_disconnect(request, _final_result(gateway, record.id))
+    with gateway.tool_waiting(record.id):
+        result = await _until_disconnect(request, _final_result(gateway, record.id))
     if result is None:  # the tool went away: nobody is left to answer
         await _withdraw_quietly(gateway, record.id)
         return Response(status_code=499)
@@ -136,9 +137,10 @@ async def _ask(request: Request, gateway: Gateway, params: Any) -> Record:
     try:
         return await gateway.ask(message, schema, options)
     except SchemaError as error:
-        raise ToolError(
-            422 if error.code == "too_many_questions" else 400, error.code, error.message
-        ) from None
+        status = 400 if error.code == "invalid_schema" else 422
+        raise ToolError(status, error.code, error.message) from None
+    except LimitExceeded as error:
+        raise ToolError(429, "too_many_pending", str(error)) from None
     except ShuttingDown as error:
         raise ToolError(503, "shutting_down", str(error)) from None
 

@@ -136,7 +136,7 @@ def parse_seconds(value: str | None, name: str) -> float | None:
     return seconds
 
 
-def parse_answers(body: Any) -> list[list[str]]:
+def parse_answers(body: Any, max_text_length: int | None = None) -> list[list[str]]:
     if not isinstance(body, dict) or "answers" not in body:
         raise PayloadError('the body must be a JSON object with "answers": a list of lists of strings')
     answers = body["answers"]
@@ -144,6 +144,10 @@ def parse_answers(body: Any) -> list[list[str]]:
         isinstance(answer, list) and all(isinstance(item, str) for item in answer) for answer in answers
     ):
         raise PayloadError('"answers" must be a list of lists of strings, one list per question')
+    if max_text_length is not None:
+        for index, answer in enumerate(answers):
+            if any(len(item) > max_text_length for item in answer):
+                raise PayloadError(f"answer {index} is longer than {max_text_length} characters")
     return answers
 
 

@@ -22,7 +22,7 @@ async def reply(request: Request) -> Response:
     gateway = _gateway(request)
     try:
         request_id = _request_id(request)
-        answers = parse_answers(await _json_body(request, gateway))
+        answers = parse_answers(await _json_body(request, gateway), gateway.settings.max_text_length)
         await gateway.reply(request_id, answers)
     except PayloadError as error:
         return error.response()

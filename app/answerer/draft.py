@@ -1,0 +1,177 @@
+"""A pending request as the answerer sees it, and the answers a person is putting together for it.
+
+Built from the gateway's ``GET /question/{id}/form``, which says what each question accepts. Plain
+data and no I/O, so that the screen only draws what a :class:`Draft` holds and the reply it sends is
+exactly :meth:`Draft.answers`.
+"""
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+CHOICE_KINDS = frozenset({"choice", "multi", "boolean"})
+BOOLEAN_LABELS = ("Yes", "No")
+
+
+@dataclass(frozen=True)
+class Choice:
+    label: str
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question of a request: what it asks, and what it accepts."""
+
+    key: str
+    kind: str
+    header: str
+    text: str
+    required: bool = False
+    choices: tuple[Choice, ...] = ()
+    default_choices: frozenset[int] = frozenset()
+    default_text: str = ""
+    has_default: bool = False
+
+    @property
+    def free_text(self) -> bool:
+        """Integers, numbers and text are typed; the other kinds pick from ``choices``."""
+        return self.kind not in CHOICE_KINDS
+
+    @property
+    def multiple(self) -> bool:
+        return self.kind == "multi"
+
+    @classmethod
+    def from_form(cls, described: dict[str, Any]) -> "Question":
+        kind = str(described.get("kind", "text"))
+        has_default = "default" in described
+        default = described.get("default")
+        if kind == "boolean":
+            choices = tuple(Choice(label) for label in BOOLEAN_LABELS)
+            values: list[Any] = [True, False]
+        else:
+            options = described.get("options") or []
+            choices = tuple(Choice(str(o["label"]), str(o.get("description") or "")) for o in options)
+            values = [o["value"] for o in options]
+        defaults: set[int] = set()
+        default_text = ""
+        if has_default and kind in CHOICE_KINDS:
+            wanted = default if kind == "multi" and isinstance(default, list) else [default]
+            defaults = {values.index(v) for v in wanted if v in values}
+        elif has_default:
+            default_text = _as_text(default)
+        return cls(
+            key=str(described["key"]),
+            kind=kind,
+            header=str(described.get("header") or described["key"]),
+            text=str(described.get("question") or ""),
+            required=bool(described.get("required", False)),
+            choices=choices,
+            default_choices=frozenset(defaults),
+            default_text=default_text,
+            has_default=has_default,
+        )
+
+
+@dataclass(frozen=True)
+class RequestForm:
+    """A pending request: its id, the tool's message, and its questions in order."""
+
+    id: str
+    message: str
+    questions: tuple[Question, ...]
+
+    @classmethod
+    def from_form(cls, described: dict[str, Any]) -> "RequestForm":
+        message = str(described.get("message") or "")
+        questions = [Question.from_form(f) for f in described.get("fields", [])]
+        if questions and message.strip():
+            # The first question repeats the message for clients that show only questions; here the
+            # message has a line of its own.
+            first = questions[0]
+            prefix = f"{message.strip()}\n\n"
+            if first.text.startswith(prefix):
+                questions[0] = replace(first, text=first.text[len(prefix) :])
+        return cls(id=str(described["id"]), message=message, questions=tuple(questions))
+
+
+@dataclass
+class Draft:
+    """The answers to one request so far, starting from the defaults, and the server's last issues."""
+
+    form: RequestForm
+    picked: list[set[int]] = field(init=False)
+    texts: list[str] = field(init=False)
+    issues: dict[int, str] = field(default_factory=dict)
+    problem: str = ""
+    """A refusal the server did not pin on one question."""
+
+    def __post_init__(self) -> None:
+        self.picked = [set(q.default_choices) for q in self.form.questions]
+        self.texts = [q.default_text for q in self.form.questions]
+
+    def pick(self, index: int, choice: int) -> None:
+        """Choose ``choice``: the only one for single choice, toggled for multiple choice."""
+        question = self.form.questions[index]
+        if not 0 <= choice < len(question.choices):
+            return
+        if question.multiple:
+            self.picked[index] ^= {choice}
+        else:
+            self.picked[index] = {choice}
+        self._edited(index)
+
+    def set_text(self, index: int, text: str) -> None:
+        if text != self.texts[index]:
+            self.texts[index] = text
+            self._edited(index)
+
+    def _edited(self, index: int) -> None:
+        """A changed answer is judged again when it is sent; until then the old complaint goes."""
+        self.issues.pop(index, None)
+        self.problem = ""
+
+    def answered(self, index: int) -> bool:
+        if self.form.questions[index].free_text:
+            return bool(self.texts[index].strip())
+        return bool(self.picked[index])
+
+    def answers(self) -> list[list[str]]:
+        """The reply's ``answers``: option labels, Yes/No, typed text, or ``[]`` when unanswered."""
+        replies: list[list[str]] = []
+        for index, question in enumerate(self.form.questions):
+            if question.free_text:
+                text = self.texts[index]
+                replies.append([text] if text.strip() else [])
+            else:
+                replies.append([question.choices[i].label for i in sorted(self.picked[index])])
+        return replies
+
+    def summary(self, index: int) -> str:
+        """One question's answer in words, for the Confirm tab."""
+        question = self.form.questions[index]
+        if self.answered(index):
+            if question.free_text:
+                return self.texts[index]
+            return ", ".join(question.choices[i].label for i in sorted(self.picked[index]))
+        if question.has_default:
+            return "(default)"
+        return "(required, no answer yet)" if question.required else "(no answer)"
+
+    def refused(self, message: str, issues: list[dict[str, Any]]) -> None:
+        """Keep the server's reasons: each issue on its question, anything else as the problem."""
+        self.issues = {}
+        for issue in issues:
+            index = issue.get("index")
+            if isinstance(index, int) and 0 <= index < len(self.form.questions):
+                self.issues[index] = str(issue.get("message") or "does not fit")
+        self.problem = "" if self.issues else message
+
+
+def _as_text(value: Any) -> str:
+    """A default as a person would type it: ``2`` rather than ``2.0``."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, bool):
+        return BOOLEAN_LABELS[0] if value else BOOLEAN_LABELS[1]
+    return str(value)

@@ -1,0 +1,117 @@
+"""``python -m bench``: measure the gateway beside a raw Starlette baseline; print a table, write JSON."""
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from bench import report, scenarios
+from bench.process import REPOSITORY
+
+SECTIONS = ("round-trips", "fan-out", "capacity")
+
+
+def _counts(text: str) -> list[int]:
+    return [int(part) for part in text.split(",") if part.strip()]
+
+
+def parse(argv: list[str]) -> tuple[scenarios.Options, list[str], Path, bool]:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument(
+        "--only", default=",".join(SECTIONS), help=f"sections to run, of {', '.join(SECTIONS)}"
+    )
+    parser.add_argument("--concurrency", type=_counts, default=[1, 16, 128], help="tools at once (1,16,128)")
+    parser.add_argument("--subscribers", type=_counts, default=[1000, 5000], help="fan-out sizes (1000,5000)")
+    parser.add_argument("--pending", type=int, default=10_000, help="pending questions for capacity")
+    parser.add_argument("--duration", type=float, default=8.0, help="seconds measured per run (8)")
+    parser.add_argument("--warmup", type=float, default=2.0, help="seconds of load before measuring (2)")
+    parser.add_argument("--questions", type=int, default=40, help="questions asked per fan-out size (40)")
+    parser.add_argument("--replies", type=int, default=200, help="replies timed per capacity phase (200)")
+    parser.add_argument("--clients", type=int, default=2, help="client processes per load (2)")
+    parser.add_argument("--log-level", default="info", help="GATEWAY_LOG_LEVEL of both servers (info)")
+    parser.add_argument(
+        "--priority",
+        type=int,
+        default=0,
+        help="nice value for the bench, its servers and clients (negative needs root): on a shared machine,"
+        " -10 keeps other work from skewing the numbers",
+    )
+    parser.add_argument("--app-dir", type=Path, default=REPOSITORY, help="import the service from here")
+    parser.add_argument("--profile", type=Path, help="record py-spy profiles of each window into this folder")
+    parser.add_argument("--json", type=Path, default=REPOSITORY / "bench" / "results.json", help="output")
+    parser.add_argument(
+        "--quick", action="store_true", help="tiny counts: proves the harness, measures nothing"
+    )
+    args = parser.parse_args(argv)
+    sections = [part.strip() for part in args.only.split(",") if part.strip()]
+    if unknown := set(sections) - set(SECTIONS):
+        parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
+    options = scenarios.Options(
+        concurrency=args.concurrency,
+        subscribers=args.subscribers,
+        pending=args.pending,
+        duration=args.duration,
+        warmup=args.warmup,
+        fan_out_questions=args.questions,
+        reply_samples=args.replies,
+        clients=args.clients,
+        log_level=args.log_level,
+        priority=args.priority,
+        app_dir=args.app_dir.resolve(),
+        profile_dir=args.profile,
+    )
+    if args.quick:
+        options = scenarios.Options(
+            concurrency=[1, 4],
+            subscribers=[20],
+            pending=50,
+            duration=0.5,
+            warmup=0.3,
+            fan_out_questions=3,
+            reply_samples=5,
+            clients=2,
+            log_level=args.log_level,
+            app_dir=options.app_dir,
+        )
+    if args.priority:
+        os.setpriority(os.PRIO_PROCESS, 0, args.priority)  # servers and clients inherit it
+    return options, sections, args.json, args.quick
+
+
+def main(argv: list[str]) -> int:
+    options, sections, output, quick = parse(argv)
+    began = time.monotonic()
+    results: dict = {
+        "machine": report.machine(),
+        "options": {
+            "log_level": options.log_level,
+            "priority": options.priority,
+            "app_dir": str(options.app_dir),
+        },
+    }
+    with contextlib.ExitStack() as stack:
+        # The quick run shares one server of each kind between sections: starting them is most of its time.
+        shared: scenarios.Shared = {}
+        if quick:
+            for module in (scenarios.GATEWAY, scenarios.BASELINE):
+                shared[module] = stack.enter_context(options.server(module))
+        if "round-trips" in sections:
+            results["round_trips"] = scenarios.round_trips(options, shared)
+        if "fan-out" in sections:
+            results["fan_out"] = [scenarios.fan_out(options, count, shared) for count in options.subscribers]
+        if "capacity" in sections:
+            results["capacity"] = scenarios.capacity(options, shared)
+    results["targets"] = report.targets(results)
+    results["seconds"] = round(time.monotonic() - began, 1)
+    print(report.render(results))
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nwritten to {output} in {results['seconds']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

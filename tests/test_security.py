@@ -1,0 +1,163 @@
+"""Two roles, two secrets: the tool token asks, the answerer's password answers, and neither opens the
+other's door. Every route with no, wrong and right credentials, for both roles."""
+
+import base64
+
+import httpx
+import pytest
+
+from tests.helpers import form, pending, read_events, text_properties
+
+TOKEN = "tool-secret-token"
+USER, PASSWORD = "opencode", "answerer-secret"
+
+
+def basic(user: str = USER, password: str = PASSWORD) -> str:
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+TOOL_OK = {"Authorization": f"Bearer {TOKEN}"}
+ANSWERER_OK = {"Authorization": basic()}
+WRONG = {
+    "none": {},
+    "wrong bearer": {"Authorization": "Bearer nope"},
+    "wrong password": {"Authorization": basic(password="nope")},
+    "wrong user": {"Authorization": basic(user="someone")},
+    "garbage": {"Authorization": "Basic !!!not-base64"},
+}
+
+
+@pytest.fixture
+def secured(make_server):
+    return make_server(tool_token=TOKEN, answerer_password=PASSWORD)
+
+
+@pytest.fixture
+async def http(secured):
+    async with httpx.AsyncClient(base_url=secured.url, timeout=10) as client:
+        yield client
+
+
+async def a_pending_id(http: httpx.AsyncClient) -> str:
+    created = await http.post("/elicitations", json=form(text_properties(1)), headers=TOOL_OK)
+    assert created.status_code == 201
+    return created.json()["id"]
+
+
+TOOL_ROUTES = [
+    ("POST", "/elicitations", form(text_properties(1))),
+    ("GET", "/elicitations/{id}", None),
+    ("DELETE", "/elicitations/{id}", None),
+    ("POST", "/elicit?timeout=0.2", form(text_properties(1))),
+]
+ANSWERER_ROUTES = [
+    ("GET", "/question", None),
+    ("GET", "/question/", None),
+    ("GET", "/question/{id}/form", None),
+    ("POST", "/question/{id}/reply", {"answers": [["x"]]}),
+    ("POST", "/question/{id}/reject", None),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), TOOL_ROUTES)
+@pytest.mark.parametrize("credentials", ["none", "wrong bearer", "answerer password"])
+async def test_tool_routes_refuse_anything_but_the_tool_token(http, method, path, body, credentials):
+    headers = ANSWERER_OK if credentials == "answerer password" else WRONG[credentials]
+    request_id = await a_pending_id(http)
+    refused = await http.request(method, path.format(id=request_id), json=body, headers=headers)
+    assert refused.status_code == 401
+    assert refused.headers["www-authenticate"].startswith("Bearer")
+    assert refused.json()["error"] == "unauthorized"
+    assert [q["id"] for q in (await http.get("/question", headers=ANSWERER_OK)).json()] == [request_id]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), TOOL_ROUTES)
+async def test_tool_routes_take_the_tool_token(http, method, path, body):
+    request_id = await a_pending_id(http)
+    allowed = await http.request(method, path.format(id=request_id), json=body, headers=TOOL_OK)
+    assert allowed.status_code in (200, 201)
+
+
+@pytest.mark.parametrize(("method", "path", "body"), [*ANSWERER_ROUTES, ("GET", "/event", None)])
+@pytest.mark.parametrize("credentials", [*WRONG, "tool token"])
+async def test_answerer_routes_refuse_anything_but_the_password(http, method, path, body, credentials):
+    headers = TOOL_OK if credentials == "tool token" else WRONG[credentials]
+    request_id = await a_pending_id(http)
+    refused = await http.request(method, path.format(id=request_id), json=body, headers=headers)
+    assert refused.status_code == 401
+    assert refused.headers["www-authenticate"] == 'Basic realm="Secure Area"'
+    assert (await http.get(f"/elicitations/{request_id}", headers=TOOL_OK)).json()["status"] == "pending"
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ANSWERER_ROUTES)
+async def test_answerer_routes_take_the_password(http, method, path, body):
+    request_id = await a_pending_id(http)
+    allowed = await http.request(method, path.format(id=request_id), json=body, headers=ANSWERER_OK)
+    assert allowed.status_code == 200
+
+
+async def test_event_streams_take_basic_auth_or_an_auth_token_query(http):
+    async with read_events(http, headers=ANSWERER_OK) as events:
+        request_id = await a_pending_id(http)
+        assert (await events.next("question.asked")).properties["id"] == request_id
+    token = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+    async with read_events(http, "/global/event", params={"auth_token": token}) as events:
+        assert (await events.next("question.asked")).properties["id"] == request_id
+    wrong = base64.b64encode(f"{USER}:nope".encode()).decode()
+    refused = await http.get("/event", params={"auth_token": wrong})
+    assert refused.status_code == 401
+
+
+async def test_a_whole_round_trip_with_both_secrets(http):
+    created = await http.post("/elicitations", json=form(text_properties(1)), headers=TOOL_OK)
+    [request] = await pending(http_with(http, ANSWERER_OK))
+    replied = await http.post(
+        f"/question/{request['id']}/reply", json={"answers": [["hi"]]}, headers=ANSWERER_OK
+    )
+    assert replied.json() is True
+    result = await http.get(f"/elicitations/{created.json()['id']}", headers=TOOL_OK)
+    assert result.json()["result"] == {"action": "accept", "content": {"k0": "hi"}}
+
+
+def http_with(client: httpx.AsyncClient, headers: dict[str, str]) -> httpx.AsyncClient:
+    client.headers.update(headers)
+    return client
+
+
+@pytest.mark.parametrize("path", ["/global/health", "/healthz", "/metrics", "/doc"])
+async def test_operations_routes_stay_open_for_probes(http, path):
+    assert (await http.get(path)).status_code == 200
+
+
+async def test_without_secrets_everything_is_open(client):
+    assert (await client.post("/elicitations", json=form(text_properties(1)))).status_code == 201
+    assert (await client.get("/question")).status_code == 200
+
+
+async def test_cors_allows_local_pages_and_configured_origins_only(make_server):
+    server = make_server(cors_origins=["https://console.example"])
+    async with httpx.AsyncClient(base_url=server.url) as http:
+        for origin in ("http://localhost:3000", "http://127.0.0.1:5173", "https://console.example"):
+            preflight = await http.options(
+                "/question", headers={"Origin": origin, "Access-Control-Request-Method": "GET"}
+            )
+            assert preflight.status_code == 200, origin
+            assert preflight.headers["access-control-allow-origin"] == origin
+            assert preflight.headers["access-control-allow-credentials"] == "true"
+        refused = await http.options(
+            "/question", headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "GET"}
+        )
+        assert refused.status_code == 400
+        assert "access-control-allow-origin" not in refused.headers
+        plain = await http.get("/question", headers={"Origin": "https://evil.example"})
+        assert "access-control-allow-origin" not in plain.headers
+
+
+async def test_a_wildcard_origin_never_comes_with_credentials(make_server):
+    server = make_server(cors_origins=["*"])
+    async with httpx.AsyncClient(base_url=server.url) as http:
+        preflight = await http.options(
+            "/question", headers={"Origin": "https://any.example", "Access-Control-Request-Method": "GET"}
+        )
+        assert preflight.headers["access-control-allow-origin"] == "*"
+        assert "access-control-allow-credentials" not in preflight.headers
