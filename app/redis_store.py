@@ -3,6 +3,7 @@
 Keys (``prefix`` is ``gateway`` unless told otherwise)::
 
     {prefix}:record:{id}    the Record as JSON; a finished one expires after the retention period
+                            (a pending one leaves by finishing: every replica times it out)
     {prefix}:pending        sorted set of pending ids, scored by creation time (oldest first)
     {prefix}:sessions       hash: pending questions per session
     {prefix}:events         stream of events, capped (``XADD MAXLEN ~``)
@@ -109,15 +110,20 @@ def _encode(event: events.Event) -> str:
     return events.to_json({"type": event.type, "properties": event.properties, "directory": event.directory})
 
 
-def _decode(stream_id: str, fields: dict[str, str]) -> events.Event:
-    body = json.loads(fields["e"])
-    return events.Event(
-        body["type"],
-        body["properties"],
-        directory=body.get("directory"),
-        replayable=True,
-        id=event_id_of(stream_id),
-    )
+def _decode(stream_id: str, fields: dict[str, str]) -> events.Event | None:
+    """The event an entry holds; None (and a warning) for an entry that is not one."""
+    try:
+        body = json.loads(fields["e"])
+        return events.Event(
+            body["type"],
+            body["properties"],
+            directory=body.get("directory"),
+            replayable=True,
+            id=event_id_of(stream_id),
+        )
+    except (KeyError, TypeError, ValueError):
+        logger.warning("skipping stream entry %s: not an event", stream_id)
+        return None
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -173,6 +179,9 @@ class RedisStore(Store):
         self._reading = False  # the loop is connected and following the stream
         self._subscribers: set[MemorySubscription] = set()
         self._waiters: dict[str, set[asyncio.Event]] = {}
+        # Pending records never change until they finish: keep the parsed ones, so that listing
+        # thousands of pending questions costs one ZRANGE, not thousands of JSON parses.
+        self._known: dict[str, Record] = {}
         self._progress = asyncio.Event()  # set when the loop hands out entries, or fails
         self._no_waiters = asyncio.Event()
         self._finish_script: Any = None
@@ -242,6 +251,7 @@ class RedisStore(Store):
                 pipe.hincrby(self._sessions_key, record.request.sessionID, 1)
                 self._append(pipe, record.asked_event())
                 await pipe.execute()
+        self._known[record.id] = record
 
     async def get(self, request_id: str) -> Record | None:
         with self._reachable():
@@ -251,8 +261,7 @@ class RedisStore(Store):
     async def pending(self) -> list[Record]:
         with self._reachable():
             request_ids = await self._client.zrange(self._pending_key, 0, -1)
-            records = await self._records(request_ids)
-        return [record for record in records if record.pending]
+            return await self._pending_records(request_ids)
 
     async def count_pending(self, session_id: str | None = None) -> int:
         with self._reachable():
@@ -332,8 +341,8 @@ class RedisStore(Store):
             found, after = await pipe.execute()
         if not found or len(after) >= self._history_size:
             return None
-        missed = [_decode(entry_id, fields) for entry_id, fields in after]
-        return missed, missed[-1].id if missed else event_id_of(stream_id)
+        missed = [event for entry_id, fields in after if (event := _decode(entry_id, fields))]
+        return missed, event_id_of(after[-1][0] if after else stream_id)
 
     async def _reannouncement(self) -> tuple[list[events.Event], str | None]:
         """A fresh ``question.asked`` for every question pending as of the stream's last entry."""
@@ -341,8 +350,8 @@ class RedisStore(Store):
             pipe.zrange(self._pending_key, 0, -1)
             pipe.xrevrange(self._events_key, "+", "-", count=1)
             request_ids, last = await pipe.execute()
-        # Records that finish meanwhile are still announced: their end comes after ``last``.
-        records = await self._records(request_ids)
+        # A record that finishes meanwhile may be announced or not; its end comes after ``last``.
+        records = await self._pending_records(request_ids)
         return [record.asked_event(replayable=False) for record in records], (
             event_id_of(last[0][0]) if last else None
         )
@@ -366,12 +375,8 @@ class RedisStore(Store):
                 for _stream, entries in reply:
                     for stream_id, fields in entries:
                         self._cursor = stream_id
-                        try:
-                            event = _decode(stream_id, fields)
-                        except (KeyError, TypeError, ValueError):
-                            logger.warning("skipping stream entry %s: not an event", stream_id)
-                            continue
-                        self._dispatch(event)
+                        if event := _decode(stream_id, fields):
+                            self._dispatch(event)
                 self._progress.set()
             except asyncio.CancelledError:
                 raise
@@ -409,6 +414,7 @@ class RedisStore(Store):
         for subscription in list(self._subscribers):
             subscription.push(event)
         if event.type in (events.REPLIED, events.REJECTED):
+            self._known.pop(event.properties["requestID"], None)
             for woken in self._waiters.get(event.properties["requestID"], ()):
                 woken.set()
 
@@ -435,11 +441,19 @@ class RedisStore(Store):
     def _record_key(self, request_id: str) -> str:
         return self._record_prefix + request_id
 
-    async def _records(self, request_ids: list[str]) -> list[Record]:
-        if not request_ids:
-            return []
-        raws = await self._client.mget([self._record_key(request_id) for request_id in request_ids])
-        return [Record.model_validate_json(raw) for raw in raws if raw is not None]
+    async def _pending_records(self, request_ids: list[str]) -> list[Record]:
+        """The records of ids just listed as pending, in that order: parsed ones from memory."""
+        known = self._known
+        if len(known) > len(request_ids):  # forget those finished while the loop was not following
+            listed = set(request_ids)
+            for request_id in [request_id for request_id in known if request_id not in listed]:
+                del known[request_id]
+        if missing := [request_id for request_id in request_ids if request_id not in known]:
+            raws = await self._client.mget([self._record_key(request_id) for request_id in missing])
+            for raw in raws:
+                if raw is not None and (record := Record.model_validate_json(raw)).pending:
+                    known[record.id] = record
+        return [known[request_id] for request_id in request_ids if request_id in known]
 
     def _append(self, pipe: Any, event: events.Event) -> None:
         pipe.xadd(self._events_key, {"e": _encode(event)}, maxlen=self._stream_length, approximate=True)

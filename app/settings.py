@@ -74,7 +74,15 @@ class Settings(BaseSettings):
     @field_validator("store")
     @classmethod
     def _known_store(cls, value: str) -> str:
-        if value == "memory" or value.startswith(("redis://", "rediss://", "unix://")):
+        if value == "memory":
+            return value
+        if value.startswith(("redis://", "rediss://", "unix://")):
+            from redis.connection import parse_url  # only a Redis URL needs the Redis client
+
+            try:
+                parse_url(value)
+            except ValueError as error:
+                raise ValueError(f"not a usable Redis URL: {error}") from None
             return value
         raise ValueError(
             "must be 'memory' or a Redis URL (redis://host:6379/0, rediss://... for TLS, "

@@ -53,12 +53,15 @@ class Options:
             return contextlib.nullcontext(shared[module])
         return self.server(module)
 
-    def server(self, module: str, **env: str) -> ServerProcess:
-        return ServerProcess(
-            module,
-            env={"GATEWAY_LOG_LEVEL": self.log_level, "GATEWAY_TIMEOUT": "3600", **env},
-            app_dir=self.app_dir,
-        )
+    def server(self, module: str) -> ServerProcess:
+        room = str(max(20_000, 2 * self.pending))  # the capacity run keeps them all in one session
+        env = {
+            "GATEWAY_LOG_LEVEL": self.log_level,
+            "GATEWAY_TIMEOUT": "3600",
+            "GATEWAY_MAX_PENDING": room,
+            "GATEWAY_MAX_PENDING_PER_SESSION": room,
+        }
+        return ServerProcess(module, env=env, app_dir=self.app_dir)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -95,8 +98,9 @@ def loop_lag(server: ServerProcess, start: int, end: int) -> dict[str, Any]:
     """What the server's probe saw between ``start`` and ``end`` (monotonic ns)."""
     time.sleep(0.6)  # the probe writes twice a second
     _, lags, gcs = server.probe()
-    window = [ms for t, ms in lags if start <= t <= end]
-    pauses = [(generation, ms) for t, generation, ms, _ in gcs if start <= t <= end]
+    # A sample (or pause) is in the window when the stretch it measured, ``t - ms .. t``, overlaps it.
+    window = [ms for t, ms in lags if t >= start and t - ms * MS <= end]
+    pauses = [(generation, ms) for t, generation, ms, _ in gcs if t >= start and t - ms * MS <= end]
     return {
         "p50_ms": percentile(window, 50),
         "p99_ms": percentile(window, 99),

@@ -4,16 +4,25 @@ Test modules that need Redis say ``pytest_plugins = ["tests.redis_server"]``. Wi
 ``redis-server`` binary the Redis tests skip, except under ``CI=true``, where they fail.
 """
 
+import ctypes
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import redis
+
+
+def die_with_parent() -> None:
+    """For ``preexec_fn``: the child gets SIGTERM if the test process dies without stopping it (Linux)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def free_port() -> int:
@@ -55,7 +64,9 @@ class RedisServer:
             "--appendfsync", "always",
             "--logfile", str(self.directory / "redis.log"),
         ]  # fmt: skip
-        self.process = subprocess.Popen(arguments, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.process = subprocess.Popen(
+            arguments, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent
+        )
         client = self.client()
         deadline = time.monotonic() + 10
         while True:
@@ -94,3 +105,18 @@ def redis_url(redis_server: RedisServer) -> str:
     with redis_server.client() as client:
         client.flushall()
     return redis_server.url
+
+
+@pytest.fixture
+def make_redis_server(tmp_path: Path) -> Iterator[Callable[..., RedisServer]]:
+    """``make_redis_server(persistent=...)``: a server of the test's own, not started yet; stopped after."""
+    made: list[RedisServer] = []
+
+    def make(*, persistent: bool = False) -> RedisServer:
+        server = RedisServer(tmp_path / f"redis{len(made)}", persistent=persistent)
+        made.append(server)
+        return server
+
+    yield make
+    for server in made:
+        server.stop()

@@ -1,6 +1,21 @@
-"""One full round trip through real HTTP, as a newcomer's first elicitation would go."""
+"""One full round trip through real HTTP, as a newcomer's first elicitation would go, on the
+in-memory store and on Redis."""
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
 
 from tests.helpers import RFC0010_SCHEMA, ask, form, read_events
+
+pytest_plugins = ["tests.redis_server"]
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def client(request, make_server) -> AsyncIterator[httpx.AsyncClient]:
+    backend = {"store": request.getfixturevalue("redis_url")} if request.param == "redis" else {}
+    async with httpx.AsyncClient(base_url=make_server(**backend).url, timeout=10) as http:
+        yield http
 
 
 async def test_rfc0010_questionnaire_round_trip(client):
