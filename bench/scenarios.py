@@ -23,9 +23,9 @@ from bench import loads, sse
 from bench.process import REPOSITORY, ServerProcess, cpu_seconds
 
 GATEWAY = "bench.server_with_probe"
+STARTED = time.monotonic()
 BASELINE = "bench.baseline"
 MS = 1e6
-STARTED = time.monotonic()
 
 
 Shared = dict[str, ServerProcess]
@@ -34,8 +34,6 @@ Shared = dict[str, ServerProcess]
 
 @dataclass(frozen=True)
 class Options:
-    """What to measure (counts, durations) and how the servers under test are run."""
-
     concurrency: Sequence[int] = (1, 16, 128)
     subscribers: Sequence[int] = (1000, 5000)
     pending: int = 10_000
@@ -49,7 +47,7 @@ class Options:
     app_dir: Path = REPOSITORY
     profile_dir: Path | None = None
 
-    def serving(self, module: str, shared: Shared) -> contextlib.AbstractContextManager[ServerProcess]:
+    def serving(self, module: str, shared: "Shared") -> contextlib.AbstractContextManager[ServerProcess]:
         """A fresh server for a section (so its memory is its own), or the one the quick run shares."""
         if module in shared:
             return contextlib.nullcontext(shared[module])
@@ -184,8 +182,6 @@ class Profiler:
         if options.profile_dir is None:
             return
         executable = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-        if not Path(executable).exists():
-            raise SystemExit("--profile needs py-spy: pip install py-spy")
         options.profile_dir.mkdir(parents=True, exist_ok=True)
         output = options.profile_dir / f"{name}.txt"
         command = [executable, "record", "--pid", str(server.pid), "--rate", "250", "--format", "raw"]

@@ -163,30 +163,23 @@ async def _final_result(gateway: Gateway, request_id: str) -> dict[str, Any]:
 
 
 async def _until_disconnect(request: Request, work: Awaitable[T]) -> T | None:
-    """Run ``work`` unless the client disconnects first (then None).
+    """Run ``work`` unless the client disconnects first (then None)."""
 
-    ``work`` runs in this task; only the watcher is a task of its own, and it cancels this one when
-    the client goes away."""
-    this = asyncio.current_task()
-    assert this is not None
-    gone = False
-
-    async def watch() -> None:
-        nonlocal gone
+    async def disconnected() -> None:
         while (await request.receive())["type"] != "http.disconnect":
             pass
-        gone = True
-        this.cancel()
 
-    watcher = asyncio.create_task(watch())
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(disconnected())
     try:
-        return await work
-    except asyncio.CancelledError:
-        if gone and this.uncancel() == 0:
-            return None
-        raise
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         watcher.cancel()
+        if not task.done():
+            task.cancel()
+    if task.done() and not task.cancelled():
+        return task.result()
+    return None
 
 
 async def _withdraw_quietly(gateway: Gateway, request_id: str) -> None:

@@ -15,8 +15,7 @@ def _gateway(request: Request) -> Gateway:
 
 
 async def list_questions(request: Request) -> Response:
-    body = await _gateway(request).pending_json(directory_of(request))
-    return Response(body, media_type="application/json")
+    return JSONResponse(await _gateway(request).pending_requests(directory_of(request)))
 
 
 async def reply(request: Request) -> Response:
