@@ -4,6 +4,7 @@ An event is encoded once, when a stream first needs it, and the same bytes go to
 """
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from sse_starlette import ServerSentEvent
@@ -26,23 +27,33 @@ def to_json(value: Any) -> str:
 class Event:
     """One event. ``replayable`` ones (``question.*`` from the history) carry an ``id:`` line."""
 
-    __slots__ = ("_frames", "directory", "id", "properties", "replayable", "type")
+    __slots__ = ("_frames", "_properties", "_properties_json", "directory", "id", "replayable", "type")
 
     def __init__(
         self,
         type: str,
-        properties: dict[str, Any],
+        properties: dict[str, Any] | None,
         *,
         directory: str | None = None,
         replayable: bool = False,
         id: str | None = None,
+        properties_json: str | None = None,
     ) -> None:
         self.id = id or ids.event_id()
         self.type = type
-        self.properties = properties
+        self._properties = properties
         self.directory = directory
         self.replayable = replayable
+        self._properties_json = properties_json
+        """``properties`` already encoded (a pending question's, encoded once): spliced into frames as
+        is, and decoded only if someone asks for ``properties``."""
         self._frames: dict[str | None, bytes] = {}
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        if self._properties is None:
+            self._properties = json.loads(self._properties_json or "{}")
+        return self._properties
 
     def payload(self) -> dict[str, Any]:
         return {"id": self.id, "type": self.type, "properties": self.properties}
@@ -53,23 +64,30 @@ class Event:
 
     def frame(self) -> bytes:
         """The frame for ``/event``."""
-        return self._frame(None, lambda: self.payload())
+        return self._frame(None, self._payload_json)
 
     def global_frame(self, default_directory: str) -> bytes:
         """The frame for ``/global/event``: wrapped with the question's (or the default) directory."""
 
-        def wrapped() -> dict[str, Any]:
+        def wrapped() -> str:
             if self.type.startswith("server."):
-                return {"payload": self.payload()}
-            return {"directory": self.directory or default_directory, "payload": self.payload()}
+                return '{"payload":' + self._payload_json() + "}"
+            directory = to_json(self.directory or default_directory)
+            return '{"directory":' + directory + ',"payload":' + self._payload_json() + "}"
 
         return self._frame(default_directory, wrapped)
 
-    def _frame(self, key: str | None, body: Any) -> bytes:
+    def _payload_json(self) -> str:
+        if self._properties_json is None:
+            return to_json(self.payload())
+        head = '{"id":' + to_json(self.id) + ',"type":' + to_json(self.type)
+        return head + ',"properties":' + self._properties_json + "}"
+
+    def _frame(self, key: str | None, data: Callable[[], str]) -> bytes:
         frame = self._frames.get(key)
         if frame is None:
             frame = ServerSentEvent(
-                data=to_json(body()), id=self.id if self.replayable else None, sep=SEPARATOR
+                data=data(), id=self.id if self.replayable else None, sep=SEPARATOR
             ).encode()
             self._frames[key] = frame
         return frame
@@ -83,8 +101,14 @@ def heartbeat() -> Event:
     return Event(HEARTBEAT, {})
 
 
-def asked(request: dict[str, Any], directory: str | None, *, replayable: bool = True) -> Event:
-    return Event(ASKED, request, directory=directory, replayable=replayable)
+def asked(
+    request: dict[str, Any] | None,
+    directory: str | None,
+    *,
+    replayable: bool = True,
+    request_json: str | None = None,
+) -> Event:
+    return Event(ASKED, request, directory=directory, replayable=replayable, properties_json=request_json)
 
 
 def replied(session_id: str, request_id: str, answers: list[list[str]], directory: str | None) -> Event:

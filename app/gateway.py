@@ -6,6 +6,8 @@ Routes call this; it calls the pure conversion (:mod:`app.schema`, :mod:`app.ans
 
 import asyncio
 import contextlib
+import functools
+import json
 import logging
 import posixpath
 import time
@@ -17,7 +19,7 @@ from app import events, ids
 from app.answers import answers_to_content
 from app.metrics import Metrics
 from app.models import QuestionRequest, QuestionTool
-from app.schema import SOFT_QUESTION_LIMIT, SchemaError, build_form
+from app.schema import SOFT_QUESTION_LIMIT, Form, SchemaError, build_form
 from app.sensitive import sensitive_property
 from app.settings import Settings
 from app.store import Record, Status, Store, StoreUnavailable
@@ -26,6 +28,7 @@ from app.stores import make_store
 logger = logging.getLogger("app.gateway")
 
 ACCEPT, DECLINE, CANCEL = "accept", "decline", "cancel"
+FORM_CACHE_SIZE = 256
 
 
 class NotFound(LookupError):
@@ -94,6 +97,10 @@ class Gateway:
         self.metrics = Metrics()
         self.subscribers = 0
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._cached_form = functools.lru_cache(maxsize=FORM_CACHE_SIZE)(self._shared_form)
+        self._plain_form = functools.lru_cache(maxsize=FORM_CACHE_SIZE)(
+            lambda key: self._convert(json.loads(key), "")
+        )
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._waiting: set[str] = set()  # questions whose tool waits on this process (``POST /elicit``)
@@ -134,23 +141,8 @@ class Gateway:
         """Create a pending record; raises :class:`~app.schema.SchemaError` for a schema it cannot ask."""
         if self._closing:
             raise ShuttingDown("the gateway is shutting down")
-        settings = self.settings
-        form = build_form(
-            schema,
-            message,
-            header_length=settings.header_length,
-            max_questions=settings.max_questions,
-            max_options=settings.max_options,
-            max_text_length=settings.max_text_length,
-        )
-        if not settings.allow_sensitive and (found := sensitive_property(schema)):
-            key, what = found
-            raise SchemaError(
-                f"requestedSchema.properties.{key} looks like it asks for {what}; MCP forbids asking for "
-                "secrets in form mode (GATEWAY_ALLOW_SENSITIVE=true allows it)",
-                code="sensitive_question",
-            )
-        session_id = options.session_id or settings.session_id
+        form = self._form(schema, message)
+        session_id = options.session_id or self.settings.session_id
         await self._check_room(session_id)
         request = QuestionRequest(
             id=ids.question_id(),
@@ -194,6 +186,51 @@ class Gateway:
                 "(GATEWAY_MAX_PENDING_PER_SESSION)"
             )
 
+    def _form(self, schema: Any, message: str) -> Form:
+        """Tools ask the same schema again and again: each (schema, message) is converted (and
+        checked) once.
+
+        Forms are immutable, so records share them. The key is the schema's JSON in its own order
+        (property order is question order)."""
+        try:
+            key = json.dumps(schema, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError):
+            key = None
+        if key is None:
+            return self._convert(schema, message)
+        return self._cached_form(key, message)
+
+    def _shared_form(self, key: str, message: str) -> Form:
+        """Forms of one schema differ only where the message shows (the first question): the parts
+        equal to the schema's form without a message are that form's own objects, kept once."""
+        form, plain = self._convert(json.loads(key), message), self._plain_form(key)
+        questions = tuple(
+            theirs if mine == theirs else mine
+            for mine, theirs in zip(form.questions, plain.questions, strict=True)
+        )
+        fields = plain.fields if form.fields == plain.fields else form.fields
+        return form.model_copy(update={"fields": fields, "questions": questions})
+
+    def _convert(self, schema: Any, message: str) -> Form:
+        """The form for ``schema``; raises SchemaError for one it cannot (or may not) ask."""
+        settings = self.settings
+        form = build_form(
+            schema,
+            message,
+            header_length=settings.header_length,
+            max_questions=settings.max_questions,
+            max_options=settings.max_options,
+            max_text_length=settings.max_text_length,
+        )
+        if not settings.allow_sensitive and (found := sensitive_property(schema)):
+            key, what = found
+            raise SchemaError(
+                f"requestedSchema.properties.{key} looks like it asks for {what}; MCP forbids asking for "
+                "secrets in form mode (GATEWAY_ALLOW_SENSITIVE=true allows it)",
+                code="sensitive_question",
+            )
+        return form
+
     async def result(self, request_id: str, wait: float | None = None) -> Record:
         record = await self.store.get(request_id)
         if record is None:
@@ -224,13 +261,18 @@ class Gateway:
     # ---------------------------------------------------------------------------------------------
     # Answerer side
 
-    async def pending_requests(self, directory: str | None = None) -> list[dict[str, Any]]:
+    async def pending_json(self, directory: str | None = None) -> bytes:
+        """``GET /question``'s body: each request's JSON was encoded once, when it was asked."""
         directory = normalize_directory(directory)
-        return [
-            record.request.wire()
-            for record in await self.store.pending()
-            if directory is None or record.directory is None or record.directory == directory
-        ]
+        return (
+            "["
+            + ",".join(
+                record.request.wire_json
+                for record in await self.store.pending()
+                if directory is None or record.directory is None or record.directory == directory
+            )
+            + "]"
+        ).encode()
 
     async def pending_record(self, request_id: str) -> Record:
         record = await self.store.get(request_id)

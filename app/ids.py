@@ -13,6 +13,7 @@ BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"  # ASC
 _COUNTER_DIGITS = 4
 _RANDOM_DIGITS = 10
 _COUNTER_LIMIT = len(BASE62) ** _COUNTER_DIGITS
+_RANDOM_LIMIT = len(BASE62) ** _RANDOM_DIGITS  # one draw (one getrandom call) per id, not one per digit
 
 ID_PATTERN = re.compile(r"^(que|evt|ses)_[0-9a-f]{12}[0-9A-Za-z]{14}$")
 
@@ -44,9 +45,7 @@ class AscendingIds:
                 self._counter = 0
             self._millis = millis
             counter = self._counter
-        tail = _base62(counter, _COUNTER_DIGITS) + "".join(
-            secrets.choice(BASE62) for _ in range(_RANDOM_DIGITS)
-        )
+        tail = _base62(counter, _COUNTER_DIGITS) + _base62(secrets.randbelow(_RANDOM_LIMIT), _RANDOM_DIGITS)
         return f"{prefix}_{millis:012x}{tail}"
 
 

@@ -12,7 +12,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from app import events
+from app.models import QuestionRequest
+from app.schema import Form
 from app.store import Record, Status, Store, Subscription
+
+FAN_OUT_BATCH = 256
+"""Subscribers woken per loop iteration when an event goes to more of them."""
+FINISHED_FORM = Form(fields=(), questions=())
+"""What a finished record keeps of its form: nothing (answers are checked only while pending)."""
 
 
 class MemorySubscription(Subscription):
@@ -61,14 +68,18 @@ class MemoryStore(Store):
         self._pending: dict[str, Record] = {}  # insertion order is creation order
         self._pending_by_session: Counter[str] = Counter()
         self._finished: dict[str, Record] = {}
-        self._done: dict[str, asyncio.Event] = {}
+        self._done: dict[str, asyncio.Event] = {}  # only for records someone waits on
+        self._announcements: dict[str, events.Event] = {}  # question.asked for (re)subscribers
         self._forget_timers: dict[str, asyncio.TimerHandle] = {}
         self._history: deque[events.Event] = deque()
         self._history_seq: dict[str, int] = {}
         self._seq = 0
         self._subscribers: set[MemorySubscription] = set()
+        self._fan_outs: deque[tuple[events.Event, list[MemorySubscription], int]] = deque()
 
     async def close(self) -> None:
+        while self._fan_outs:  # what was published still reaches everyone before the streams end
+            self._fan_out_step()
         for subscription in list(self._subscribers):
             subscription.end()
         self._subscribers.clear()
@@ -79,7 +90,6 @@ class MemoryStore(Store):
     async def add(self, record: Record) -> None:
         self._pending[record.id] = record
         self._pending_by_session[record.request.sessionID] += 1
-        self._done[record.id] = asyncio.Event()
         self._publish(record.asked_event())
 
     async def get(self, request_id: str) -> Record | None:
@@ -107,25 +117,37 @@ class MemoryStore(Store):
         self._pending_by_session[session] -= 1
         if not self._pending_by_session[session]:
             del self._pending_by_session[session]
-        record = record.model_copy(update={"status": status, "result": result, "finished_at": time.time()})
+        # Kept for ``result_ttl`` (10 minutes) after it ends: only what GET /elicitations/{id} shows.
+        record = record.model_copy(
+            update={
+                "status": status,
+                "result": result,
+                "finished_at": time.time(),
+                "request": QuestionRequest(id=record.id, sessionID=session, questions=[]),
+                "form": FINISHED_FORM,
+            }
+        )
         self._finished[request_id] = record
+        self._announcements.pop(request_id, None)
         self._publish(record.finished_event(answers))
-        self._done.pop(request_id).set()
+        if (done := self._done.pop(request_id, None)) is not None:
+            done.set()
         loop = asyncio.get_running_loop()
         self._forget_timers[request_id] = loop.call_later(self._result_ttl, self._forget, request_id)
         return record
 
     async def wait(self, request_id: str, seconds: float) -> Record | None:
-        done = self._done.get(request_id)
-        if done is not None:
+        if request_id in self._pending:
+            done = self._done.setdefault(request_id, asyncio.Event())
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(done.wait(), seconds)
+                async with asyncio.timeout(seconds):  # unlike wait_for, no task of its own
+                    await done.wait()
         return await self.get(request_id)
 
     async def subscribe(self, last_event_id: str | None = None) -> MemorySubscription:
         seq = self._history_seq.get(last_event_id) if last_event_id else None
         if seq is None:
-            backlog = [record.asked_event(replayable=False) for record in self._pending.values()]
+            backlog = [self._announcement(record) for record in self._pending.values()]
         else:
             first = self._seq - len(self._history) + 1
             backlog = list(itertools.islice(self._history, seq - first + 1, None))
@@ -133,14 +155,43 @@ class MemoryStore(Store):
         self._subscribers.add(subscription)
         return subscription
 
+    def _announcement(self, record: Record) -> events.Event:
+        """The ``question.asked`` a new subscriber gets for a pending record: made (and encoded) once."""
+        event = self._announcements.get(record.id)
+        if event is None:
+            event = self._announcements[record.id] = record.asked_event(replayable=False)
+        return event
+
     def _publish(self, event: events.Event) -> None:
         self._seq += 1
         self._history.append(event)
         self._history_seq[event.id] = self._seq
         if len(self._history) > self._history_size:
             self._history_seq.pop(self._history.popleft().id, None)
-        for subscription in list(self._subscribers):
+        subscribers = list(self._subscribers)
+        if not self._fan_outs and len(subscribers) <= FAN_OUT_BATCH:
+            for subscription in subscribers:
+                subscription.push(event)
+            return
+        # Thousands of subscribers: woken a batch per loop iteration, so that the loop (other requests,
+        # timers) is never held for the whole fan-out. Later events queue behind, keeping the order.
+        self._fan_outs.append((event, subscribers, 0))
+        if len(self._fan_outs) == 1:
+            asyncio.get_running_loop().call_soon(self._fan_out_step)
+
+    def _fan_out_step(self) -> None:
+        if not self._fan_outs:
+            return
+        event, subscribers, start = self._fan_outs[0]
+        end = start + FAN_OUT_BATCH
+        for subscription in subscribers[start:end]:
             subscription.push(event)
+        if end < len(subscribers):
+            self._fan_outs[0] = (event, subscribers, end)
+        else:
+            self._fan_outs.popleft()
+        if self._fan_outs:
+            asyncio.get_running_loop().call_soon(self._fan_out_step)
 
     def _forget(self, request_id: str) -> None:
         self._forget_timers.pop(request_id, None)

@@ -1,5 +1,7 @@
 """Wire models in OpenCode's shapes (``QuestionRequest`` and friends), serialized without nulls."""
 
+import json
+from functools import cached_property
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -35,3 +37,8 @@ class QuestionRequest(WireModel):
     sessionID: str
     questions: list[QuestionInfo]
     tool: QuestionTool | None = None
+
+    @cached_property
+    def wire_json(self) -> str:
+        """The request as compact JSON, encoded once: listings and announcements splice it in."""
+        return json.dumps(self.wire(), ensure_ascii=False, separators=(",", ":"))

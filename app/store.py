@@ -47,7 +47,7 @@ class Record(BaseModel):
         return self.status == "pending"
 
     def asked_event(self, *, replayable: bool = True) -> events.Event:
-        return events.asked(self.request.wire(), self.directory, replayable=replayable)
+        return events.asked(None, self.directory, replayable=replayable, request_json=self.request.wire_json)
 
     def finished_event(self, answers: list[list[str]] | None) -> events.Event:
         if answers is None:

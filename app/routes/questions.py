@@ -15,7 +15,8 @@ def _gateway(request: Request) -> Gateway:
 
 
 async def list_questions(request: Request) -> Response:
-    return JSONResponse(await _gateway(request).pending_requests(directory_of(request)))
+    body = await _gateway(request).pending_json(directory_of(request))
+    return Response(body, media_type="application/json")
 
 
 async def reply(request: Request) -> Response:

@@ -1,8 +1,8 @@
 """Server-Sent Events for answerers: ``/event`` and ``/global/event``."""
 
-from collections.abc import AsyncIterator, Callable
+import asyncio
+from collections.abc import AsyncGenerator, Callable
 
-from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -10,9 +10,12 @@ from starlette.routing import Route
 from app import events
 from app.gateway import Gateway, normalize_directory
 from app.routes.parsing import directory_of
-from app.store import StoreUnavailable
+from app.sse import EventStreamResponse
+from app.store import StoreUnavailable, Subscription
 
 HEADERS = {"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"}
+BACKLOG_CHUNK = 64 * 1024
+"""Missed events are written in chunks of about this many bytes, not one write per event."""
 
 
 async def event(request: Request) -> Response:
@@ -42,23 +45,35 @@ async def _stream(
         message = f"{limit} event streams are open, the most the gateway serves (GATEWAY_MAX_SUBSCRIBERS)"
         return JSONResponse({"error": "too_many_subscribers", "message": message}, status_code=429)
     last_event_id = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
+    opened: list[Subscription] = []
 
-    async def frames() -> AsyncIterator[bytes]:
+    async def frames() -> AsyncGenerator[bytes, None]:
         # Subscribing inside the generator ties the subscription's life to the stream's.
         try:
             subscription = await gateway.store.subscribe(last_event_id)
         except StoreUnavailable:
             return  # the stream ends at once; the client reconnects when the store is back
+        opened.append(subscription)
         gateway.subscribers += 1
         metrics = gateway.metrics
         metrics.subscribers.inc()
         try:
             metrics.events_sent.inc()
-            yield frame_of(events.connected())
+            yield frame_of(events.connected()) or b""
+            chunk: list[bytes] = []
+            size = 0
             for missed in subscription.backlog:
                 if (frame := frame_of(missed)) is not None:
-                    metrics.events_sent.inc()
-                    yield frame
+                    chunk.append(frame)
+                    size += len(frame)
+                    if size >= BACKLOG_CHUNK:
+                        metrics.events_sent.inc(len(chunk))
+                        yield b"".join(chunk)
+                        chunk, size = [], 0
+                        await asyncio.sleep(0)  # a long backlog must not hold the loop from others
+            if chunk:
+                metrics.events_sent.inc(len(chunk))
+                yield b"".join(chunk)
             async for published in subscription:
                 if (frame := frame_of(published)) is not None:
                     metrics.events_sent.inc()
@@ -68,17 +83,19 @@ async def _stream(
             gateway.subscribers -= 1
             metrics.subscribers.dec()
 
-    def heartbeat() -> ServerSentEvent:
-        payload = events.heartbeat().payload()
-        return ServerSentEvent(
-            data=events.to_json({"payload": payload} if wrap else payload), sep=events.SEPARATOR
-        )
+    def on_disconnect() -> None:
+        for subscription in opened:
+            subscription.close()  # ends the iteration above, and so the response
 
-    return EventSourceResponse(
+    def heartbeat() -> bytes:
+        beat = events.heartbeat()
+        return beat.global_frame(gateway.default_directory) if wrap else beat.frame()
+
+    return EventStreamResponse(  # type: ignore[return-value]  (an ASGI response, like Starlette's)
         frames(),
-        headers=HEADERS,
-        ping=gateway.settings.heartbeat,
-        ping_message_factory=heartbeat,
-        sep=events.SEPARATOR,
+        heartbeat=heartbeat,
+        interval=gateway.settings.heartbeat,
         send_timeout=gateway.settings.send_timeout,
+        on_disconnect=on_disconnect,
+        headers=HEADERS,
     )
