@@ -67,28 +67,6 @@ def normalize_directory(directory: str | None) -> str | None:
     )
 
 
-def describe_form(record: Record) -> dict[str, Any]:
-    """A pending request with what each question accepts: kind, limits, default, option values."""
-    fields = []
-    for field, question in zip(record.form.fields, record.request.questions, strict=True):
-        described = field.model_dump(
-            mode="json", by_alias=True, exclude_none=True, exclude={"has_default", "default"}
-        )
-        if field.has_default:
-            described["default"] = field.default
-        if not field.options:
-            described.pop("options", None)
-        fields.append({**described, "header": question.header, "question": question.question})
-    return {
-        "id": record.id,
-        "sessionID": record.request.sessionID,
-        "message": record.message,
-        "legacy": record.form.legacy,
-        "expiresAt": record.expires_at,
-        "fields": fields,
-    }
-
-
 class Gateway:
     def __init__(self, settings: Settings, store: Store | None = None) -> None:
         self.settings = settings

@@ -6,20 +6,15 @@ Every call runs on the event loop without awaiting in the middle of a change, so
 import asyncio
 import contextlib
 import itertools
-import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator
 from typing import Any
 
 from app import events
-from app.models import QuestionRequest
-from app.schema import Form
 from app.store import Record, Status, Store, Subscription
 
 FAN_OUT_BATCH = 256
 """Subscribers woken per loop iteration when an event goes to more of them."""
-FINISHED_FORM = Form(fields=(), questions=())
-"""What a finished record keeps of its form: nothing (answers are checked only while pending)."""
 
 
 class MemorySubscription(Subscription):
@@ -117,16 +112,7 @@ class MemoryStore(Store):
         self._pending_by_session[session] -= 1
         if not self._pending_by_session[session]:
             del self._pending_by_session[session]
-        # Kept for ``result_ttl`` (10 minutes) after it ends: only what GET /elicitations/{id} shows.
-        record = record.model_copy(
-            update={
-                "status": status,
-                "result": result,
-                "finished_at": time.time(),
-                "request": QuestionRequest(id=record.id, sessionID=session, questions=[]),
-                "form": FINISHED_FORM,
-            }
-        )
+        record = record.finished(status, result)
         self._finished[request_id] = record
         self._announcements.pop(request_id, None)
         self._publish(record.finished_event(answers))

@@ -138,7 +138,7 @@ _HAND_WRITTEN: dict[str, Any] = {
                 "type": "array",
                 "items": {
                     "type": "object",
-                    "required": ["key", "kind", "required", "header", "question"],
+                    "required": ["key", "kind", "required", "header", "question", "text", "hints"],
                     "properties": {
                         "key": {"type": "string"},
                         "kind": {
@@ -146,7 +146,21 @@ _HAND_WRITTEN: dict[str, Any] = {
                         },
                         "required": {"type": "boolean"},
                         "header": {"type": "string"},
-                        "question": {"type": "string"},
+                        "question": {
+                            "type": "string",
+                            "description": "The question as OpenCode clients show it: with the "
+                            "message (first question) and the hints",
+                        },
+                        "text": {
+                            "type": "string",
+                            "description": "The question's own words, without the message or hints",
+                        },
+                        "hints": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "description": "What `question` adds in parentheses: kind, range, format, "
+                            "count, default",
+                        },
                         "options": {
                             "type": "array",
                             "items": {

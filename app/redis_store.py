@@ -26,11 +26,10 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 from collections.abc import Iterator
 from typing import Any
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -50,6 +49,12 @@ MIN_STREAM_LENGTH = 1000
 """The stream keeps at least this many entries, so that every replica's loop reads each one in time,
 even when the replay history (``history_size``) is smaller."""
 
+POOL_SIZE = 50
+"""Connections for commands. Each command in flight holds one, and a burst of requests would open one
+per request: past the pool's size they wait for a free one (up to ``POOL_WAIT`` seconds) instead of
+failing. Redis runs commands one at a time, so more connections would not make it faster. The URL's
+``?max_connections=`` and ``?timeout=`` override both."""
+POOL_WAIT = 5.0
 READ_BLOCK_MS = 5000
 READ_BATCH = 500
 RETRY_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0)
@@ -179,9 +184,10 @@ class RedisStore(Store):
         self._reading = False  # the loop is connected and following the stream
         self._subscribers: set[MemorySubscription] = set()
         self._waiters: dict[str, set[asyncio.Event]] = {}
-        # Pending records never change until they finish: keep the parsed ones, so that listing
-        # thousands of pending questions costs one ZRANGE, not thousands of JSON parses.
+        # Pending records never change until they finish: keep the parsed ones (dropped when they
+        # finish), so that listing thousands costs one ZRANGE, and reading one no JSON parse.
         self._known: dict[str, Record] = {}
+        self._finishes = 0  # finish events seen: a listing that raced one is not cached
         self._progress = asyncio.Event()  # set when the loop hands out entries, or fails
         self._no_waiters = asyncio.Event()
         self._finish_script: Any = None
@@ -198,7 +204,10 @@ class RedisStore(Store):
             "client_name": "elicitation-gateway",
             "protocol": 2,
         }
-        self._redis = Redis.from_url(self._url, socket_timeout=5, **options)
+        pool = BlockingConnectionPool.from_url(
+            self._url, max_connections=POOL_SIZE, timeout=POOL_WAIT, socket_timeout=5, **options
+        )
+        self._redis = Redis.from_pool(pool)  # closing the client closes the pool
         self._reader = Redis.from_url(self._url, socket_timeout=READ_BLOCK_MS / 1000 + 5, **options)
         self._finish_script = self._redis.register_script(_FINISH)
         with contextlib.suppress(*UNREACHABLE):
@@ -254,6 +263,10 @@ class RedisStore(Store):
         self._known[record.id] = record
 
     async def get(self, request_id: str) -> Record | None:
+        if self._reading and (known := self._known.get(request_id)) is not None:
+            # Pending as far as the events this replica has read say; the finish script checks again
+            # in Redis, so a reply racing another replica's still ends it once.
+            return known
         with self._reachable():
             raw = await self._client.get(self._record_key(request_id))
         return None if raw is None else Record.model_validate_json(raw)
@@ -279,7 +292,7 @@ class RedisStore(Store):
         record = await self.get(request_id)
         if record is None or not record.pending:
             return None
-        finished = record.model_copy(update={"status": status, "result": result, "finished_at": time.time()})
+        finished = record.finished(status, result)
         with self._reachable():
             appended = await self._finish_script(
                 keys=[self._record_key(request_id), self._pending_key, self._sessions_key, self._events_key],
@@ -292,6 +305,8 @@ class RedisStore(Store):
                     self._stream_length,
                 ],
             )
+        self._finishes += 1
+        self._known.pop(request_id, None)  # finished, by this call or another replica's
         return finished if appended else None  # not pending any more: another replica finished it
 
     async def wait(self, request_id: str, seconds: float) -> Record | None:
@@ -414,12 +429,14 @@ class RedisStore(Store):
         for subscription in list(self._subscribers):
             subscription.push(event)
         if event.type in (events.REPLIED, events.REJECTED):
+            self._finishes += 1
             self._known.pop(event.properties["requestID"], None)
             for woken in self._waiters.get(event.properties["requestID"], ()):
                 woken.set()
 
     def _drop_local_listeners(self) -> None:
         """Streams end so that clients reconnect (and replay); waiters look at their records again."""
+        self._known.clear()  # finishes may be missed meanwhile: read records from Redis until then
         for subscription in list(self._subscribers):
             subscription.end()
         self._subscribers.clear()
@@ -448,12 +465,16 @@ class RedisStore(Store):
             listed = set(request_ids)
             for request_id in [request_id for request_id in known if request_id not in listed]:
                 del known[request_id]
+        found = {request_id: known[request_id] for request_id in request_ids if request_id in known}
         if missing := [request_id for request_id in request_ids if request_id not in known]:
+            finishes = self._finishes
             raws = await self._client.mget([self._record_key(request_id) for request_id in missing])
             for raw in raws:
                 if raw is not None and (record := Record.model_validate_json(raw)).pending:
-                    known[record.id] = record
-        return [known[request_id] for request_id in request_ids if request_id in known]
+                    found[record.id] = record
+            if finishes == self._finishes:  # else one of them may have finished meanwhile: not cached
+                known.update(found)
+        return [found[request_id] for request_id in request_ids if request_id in found]
 
     def _append(self, pipe: Any, event: events.Event) -> None:
         pipe.xadd(self._events_key, {"e": _encode(event)}, maxlen=self._stream_length, approximate=True)

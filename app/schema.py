@@ -42,6 +42,10 @@ class Form(BaseModel):
 
     fields: tuple[Field, ...]
     questions: tuple[QuestionInfo, ...]
+    texts: tuple[str, ...] = ()
+    """Each question's own words (its title or description), without the message or the hints that
+    ``questions[i].question`` adds for clients that show only the question: for forms that show them
+    apart."""
     legacy: bool = False
     """A top-level enum or array of enum: the content is ``{"value": ...}``."""
 
@@ -74,7 +78,8 @@ def _convert(schema: Any, message: str, header_length: int, max_questions: int) 
         title = schema.get("title") if isinstance(schema.get("title"), str) else None
         header = shorten(title or message or "Question", header_length)
         question = _question(field, message or title or "Choose", header)
-        return Form(fields=(field,), questions=(question,), legacy=True)
+        own = (title or "") if message else (title or "Choose")
+        return Form(fields=(field,), questions=(question,), texts=(own,), legacy=True)
 
     if schema.get("type", "object") != "object":
         raise SchemaError(
@@ -103,16 +108,21 @@ def _convert(schema: Any, message: str, header_length: int, max_questions: int) 
 
     fields: list[Field] = []
     questions: list[QuestionInfo] = []
+    texts: list[str] = []
     for key, prop in properties.items():
         field = _parse_property(key, prop, required=key in required, where=f"{where}.properties.{key}")
         title = _text(prop, "title")
         header = shorten(title or key, header_length)
-        text = _text(prop, "description") or title or key
-        if not questions and message.strip() and message.strip() != text.strip():
-            text = f"{message.strip()}\n\n{text}"
+        own = text = _text(prop, "description") or title or key
+        if not questions and message.strip():
+            if message.strip() == text.strip():
+                own = ""  # the message already says it
+            else:
+                text = f"{message.strip()}\n\n{text}"
         fields.append(field)
         questions.append(_question(field, text, header))
-    return Form(fields=tuple(fields), questions=tuple(questions))
+        texts.append(own)
+    return Form(fields=tuple(fields), questions=tuple(questions), texts=tuple(texts))
 
 
 def _check_sizes(
@@ -381,9 +391,8 @@ def _checked_default(field: Field, default: Any) -> Any:
 
 
 def _question(field: Field, text: str, header: str) -> QuestionInfo:
-    hints = _hints(field)
-    if hints:
-        text = f"{text} ({'; '.join(hints)})"
+    if words := hints(field):
+        text = f"{text} ({'; '.join(words)})"
     if field.kind in ("choice", "multi"):
         options = [QuestionOption(label=o.label, description=o.description) for o in field.options]
     elif field.kind == "boolean":
@@ -400,7 +409,8 @@ def _question(field: Field, text: str, header: str) -> QuestionInfo:
     )
 
 
-def _hints(field: Field) -> list[str]:
+def hints(field: Field) -> list[str]:
+    """What the question's text adds in parentheses: the kind, range, format, count, default."""
     hints: list[str] = []
     if field.kind in ("integer", "number"):
         what = "a whole number" if field.kind == "integer" else "a number"

@@ -27,6 +27,7 @@ class EventStreamResponse:
         interval: float,
         send_timeout: float,
         on_disconnect: Callable[[], None],
+        on_close: Callable[[], None] = lambda: None,
         headers: Mapping[str, str],
     ) -> None:
         self._frames = frames
@@ -34,6 +35,7 @@ class EventStreamResponse:
         self._interval = interval
         self._send_timeout = send_timeout
         self._on_disconnect = on_disconnect
+        self._on_close = on_close
         self._headers = [(b"content-type", self.media_type)] + [
             (name.lower().encode(), value.encode()) for name, value in headers.items()
         ]
@@ -41,6 +43,12 @@ class EventStreamResponse:
         self._stalled = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self._respond(scope, receive, send)
+        finally:
+            self._on_close()
+
+    async def _respond(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": self._headers})
         if scope.get("method") == "HEAD":
             await self._frames.aclose()

@@ -9,6 +9,7 @@ publishes ``question.replied`` or ``question.rejected``. That is how every ``que
 exactly one of the two, whoever finishes it.
 """
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from typing import Any, Literal
@@ -20,6 +21,8 @@ from app.models import QuestionRequest
 from app.schema import Form
 
 Status = Literal["pending", "answered", "declined", "cancelled", "expired"]
+
+FINISHED_FORM = Form(fields=(), questions=())
 
 
 class Record(BaseModel):
@@ -45,6 +48,19 @@ class Record(BaseModel):
     @property
     def pending(self) -> bool:
         return self.status == "pending"
+
+    def finished(self, status: Status, result: dict[str, Any]) -> "Record":
+        """The record as kept once it ends (for ``result_ttl``): what ``GET /elicitations/{id}`` shows,
+        without the questions and the form that only answering needed."""
+        return self.model_copy(
+            update={
+                "status": status,
+                "result": result,
+                "finished_at": time.time(),
+                "request": QuestionRequest(id=self.id, sessionID=self.request.sessionID, questions=[]),
+                "form": FINISHED_FORM,
+            }
+        )
 
     def asked_event(self, *, replayable: bool = True) -> events.Event:
         return events.asked(None, self.directory, replayable=replayable, request_json=self.request.wire_json)

@@ -43,6 +43,8 @@ ASKED = b'"type":"question.asked"'
 KEEPALIVE = 2.0
 """Seconds an idle client connection is kept: under uvicorn's 5, so the server never closes one
 just as the client reuses it (a reset, not a retry, for a POST)."""
+TOOL_TIMEOUT = 20
+"""Seconds a benchmark question may stay pending (its tool then gets cancel and counts an error)."""
 
 
 @contextlib.asynccontextmanager
@@ -92,11 +94,13 @@ async def _post_loop(
     session: aiohttp.ClientSession, url: str, tool: bool, start: int, end: int, samples: PosterSamples
 ) -> None:
     while (sent := time.monotonic_ns()) < end:
-        target = f"{url}?callID=t{sent}" if tool else url
+        # A question whose reply failed would keep its tool waiting: the timeout ends it, and it counts
+        # as an error (the result is then cancel, not accept).
+        target = f"{url}?callID=t{sent}&timeout={TOOL_TIMEOUT}" if tool else url
         try:
             async with session.post(target, data=BODY, headers=JSON_HEADERS) as response:
                 body = await response.read()
-                ok = response.status == 200
+                ok = response.status == 200 and (not tool or b'"accept"' in body)
         except (aiohttp.ClientError, TimeoutError):
             ok = False
         done = time.monotonic_ns()

@@ -116,15 +116,17 @@ def render(results: dict[str, Any]) -> str:
                     row["ratio"],
                     row["cpu_ratio"],
                     gateway["loop_lag"]["max_ms"],
+                    gateway["errors"] + gateway.get("replies_refused", 0) + base["errors"],
                 ]
             )
         headers = ["C", "elicit/s", "ask p50", "ask p99", "result p50", "result p99", "CPU us/rt"]
-        headers += ["baseline req/s", "base CPU us/req", "ratio", "CPU ratio", "lag max"]
+        headers += ["baseline req/s", "base CPU us/req", "ratio", "CPU ratio", "lag max", "errors"]
         parts.append(_table(headers, rows))
         parts.append(
             "ask: POST /elicit sent -> question.asked received; result: reply sent -> tool has its result"
             " (ms).\nratio: elicitations/s over half the baseline's requests/s; CPU ratio: the same by server"
-            " CPU time."
+            " CPU time.\nerrors: requests that failed or were refused (tools, replies and baseline);"
+            " 0 when all went through."
         )
     if (fan := results.get("fan_out")) is not None:
         parts.append(

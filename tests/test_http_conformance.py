@@ -230,3 +230,22 @@ async def test_shutdown_answers_waiting_tools_and_keeps_only_shared_questions(st
         async with connect(start()) as client:
             assert [r["id"] for r in (await client.get("/question")).json()] == [polled]
             assert (await client.get(f"/elicitations/{waiting}")).json()["status"] == "cancelled"
+
+
+async def test_streams_opening_at_once_do_not_overshoot_the_subscriber_limit(start):
+    server = start(max_subscribers=3)
+
+    async def open_stream(client: httpx.AsyncClient) -> int:
+        async with client.stream("GET", "/event") as response:
+            if response.status_code == 200:
+                await asyncio.sleep(0.5)  # held open while the others try
+            return response.status_code
+
+    async with httpx.AsyncClient(base_url=server.url, limits=httpx.Limits(max_connections=None)) as client:
+        statuses = await asyncio.gather(*(open_stream(client) for _ in range(12)))
+    assert sorted(statuses) == [200] * 3 + [429] * 9
+    for _ in range(50):
+        if server.gateway.subscribers == 0:
+            break
+        await asyncio.sleep(0.02)
+    assert server.gateway.subscribers == 0  # every slot is given back

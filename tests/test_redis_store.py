@@ -197,6 +197,17 @@ async def test_pending_records_and_counts_are_shared(replicas):
     assert await first._client.hgetall(first._sessions_key) == {}  # nothing left behind
 
 
+async def test_a_burst_larger_than_the_connection_pool_waits_for_connections(replicas):
+    """Hundreds of requests at once each run a command: they share the pool's connections in turn,
+    none is refused for want of one (a pool that refuses would answer them 503)."""
+    first, _ = replicas
+    burst = redis_store.POOL_SIZE * 4
+    await asyncio.gather(*(first.add(record(f"que_{n}")) for n in range(burst)))
+    found = await asyncio.gather(*(first.get(f"que_{n}") for n in range(burst)))
+    assert all(r is not None and r.pending for r in found)
+    assert await first.count_pending() == burst
+
+
 async def test_finished_results_expire_and_pending_records_wait_for_their_timeout(replicas):
     """A pending record leaves Redis only by finishing (the cluster enforces its timeout); a finished
     one expires after the retention period."""

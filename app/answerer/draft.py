@@ -5,7 +5,7 @@ data and no I/O, so that the screen only draws what a :class:`Draft` holds and t
 exactly :meth:`Draft.answers`.
 """
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 CHOICE_KINDS = frozenset({"choice", "multi", "boolean"})
@@ -26,6 +26,7 @@ class Question:
     kind: str
     header: str
     text: str
+    hints: tuple[str, ...] = ()
     required: bool = False
     choices: tuple[Choice, ...] = ()
     default_choices: frozenset[int] = frozenset()
@@ -64,7 +65,8 @@ class Question:
             key=str(described["key"]),
             kind=kind,
             header=str(described.get("header") or described["key"]),
-            text=str(described.get("question") or ""),
+            text=str(described.get("text", described.get("question")) or ""),
+            hints=tuple(str(hint) for hint in described.get("hints") or ()),
             required=bool(described.get("required", False)),
             choices=choices,
             default_choices=frozenset(defaults),
@@ -85,13 +87,6 @@ class RequestForm:
     def from_form(cls, described: dict[str, Any]) -> "RequestForm":
         message = str(described.get("message") or "")
         questions = [Question.from_form(f) for f in described.get("fields", [])]
-        if questions and message.strip():
-            # The first question repeats the message for clients that show only questions; here the
-            # message has a line of its own.
-            first = questions[0]
-            prefix = f"{message.strip()}\n\n"
-            if first.text.startswith(prefix):
-                questions[0] = replace(first, text=first.text[len(prefix) :])
         return cls(id=str(described["id"]), message=message, questions=tuple(questions))
 
 

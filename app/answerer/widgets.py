@@ -151,6 +151,7 @@ class QuestionPane(Vertical):
             words.append(("choose one: Enter or 1–9", "dim"))
         else:
             words.append(("type the answer, Enter moves on", "dim"))
+        words.extend((hint, "dim") for hint in question.hints)
         return Content(" · ").join(Content.assemble(word) for word in words)
 
     def _placeholder(self) -> str:

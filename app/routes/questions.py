@@ -1,13 +1,17 @@
 """The answerer side, in OpenCode's shapes: list, reply, reject."""
 
+from typing import Any
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from app.answers import AnswerError
 from app.errors import PayloadError, bad_request, question_not_found
-from app.gateway import CANCEL, DECLINE, Gateway, NotFound, describe_form
+from app.gateway import CANCEL, DECLINE, Gateway, NotFound
 from app.routes.parsing import BodyTooLarge, InvalidJson, directory_of, parse_answers, parse_json, read_body
+from app.schema import hints
+from app.store import Record
 
 
 def _gateway(request: Request) -> Gateway:
@@ -98,3 +102,35 @@ def _reject_action(body: object) -> str:
     if action not in (CANCEL, DECLINE):
         raise PayloadError(f'"action" must be "decline" or "cancel", not {action!r}')
     return action
+
+
+def describe_form(record: Record) -> dict[str, Any]:
+    """A pending request with what each question accepts: kind, limits, default, option values."""
+    form = record.form
+    texts = form.texts or tuple(question.question for question in record.request.questions)
+    fields = []
+    for field, question, text in zip(form.fields, record.request.questions, texts, strict=True):
+        described = field.model_dump(
+            mode="json", by_alias=True, exclude_none=True, exclude={"has_default", "default"}
+        )
+        if field.has_default:
+            described["default"] = field.default
+        if not field.options:
+            described.pop("options", None)
+        fields.append(
+            {
+                **described,
+                "header": question.header,
+                "question": question.question,
+                "text": text,
+                "hints": hints(field),
+            }
+        )
+    return {
+        "id": record.id,
+        "sessionID": record.request.sessionID,
+        "message": record.message,
+        "legacy": form.legacy,
+        "expiresAt": record.expires_at,
+        "fields": fields,
+    }

@@ -44,6 +44,16 @@ async def _stream(
         limit = gateway.settings.max_subscribers
         message = f"{limit} event streams are open, the most the gateway serves (GATEWAY_MAX_SUBSCRIBERS)"
         return JSONResponse({"error": "too_many_subscribers", "message": message}, status_code=429)
+    # Counted from here (no await between the check and the count, so streams opening at once cannot
+    # overshoot the limit) until the response ends, whether or not it got as far as subscribing.
+    gateway.subscribers += 1
+    metrics = gateway.metrics
+    metrics.subscribers.inc()
+
+    def release() -> None:
+        gateway.subscribers -= 1
+        metrics.subscribers.dec()
+
     last_event_id = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
     opened: list[Subscription] = []
 
@@ -54,9 +64,6 @@ async def _stream(
         except StoreUnavailable:
             return  # the stream ends at once; the client reconnects when the store is back
         opened.append(subscription)
-        gateway.subscribers += 1
-        metrics = gateway.metrics
-        metrics.subscribers.inc()
         try:
             metrics.events_sent.inc()
             yield frame_of(events.connected()) or b""
@@ -80,8 +87,6 @@ async def _stream(
                     yield frame
         finally:
             subscription.close()
-            gateway.subscribers -= 1
-            metrics.subscribers.dec()
 
     def on_disconnect() -> None:
         for subscription in opened:
@@ -97,5 +102,6 @@ async def _stream(
         interval=gateway.settings.heartbeat,
         send_timeout=gateway.settings.send_timeout,
         on_disconnect=on_disconnect,
+        on_close=release,
         headers=HEADERS,
     )

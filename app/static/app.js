@@ -20,14 +20,6 @@
     "date-time": "A date and time",
   };
   const INPUT_TYPES = { email: "email", uri: "url", date: "date", "date-time": "datetime-local" };
-  // How the server ends a question's text with its hints; stripped, since the page shows its own.
-  const HINT_STARTS = {
-    integer: ["a whole number"],
-    number: ["a number"],
-    string: ["an email address", "a URL", "a date", "a date and time", "at least", "at most"],
-    multi: ["choose"],
-  };
-
   const dom = {
     list: document.getElementById("questions"),
     empty: document.getElementById("empty"),
@@ -302,7 +294,7 @@
 
     const form = el("form", { className: "card-form", novalidate: true, "aria-labelledby": titleId });
     fields.forEach((field, index) => {
-      form.append(renderQuestion(field, index, `${base}-q${index}`, index === 0 ? message : ""));
+      form.append(renderQuestion(field, index, `${base}-q${index}`));
     });
     const formError = el("p", { className: "form-error", role: "alert", hidden: true });
     const submit = el("button", { type: "submit", className: "button primary", text: "Submit" });
@@ -350,29 +342,19 @@
 
   setInterval(() => document.querySelectorAll(".expires").forEach(updateExpiry), 15000);
 
-  /** The question's own text: without the message (shown as the card's title) and the server's hints. */
-  function questionText(field, message) {
-    let text = field.question || "";
-    if (message && text.startsWith(`${message}\n\n`)) text = text.slice(message.length + 2);
-    else if (message && text.trim() === message) text = "";
-    const starts = [...(HINT_STARTS[field.kind] || []), "default:"];
-    if (field.minLength !== undefined && field.maxLength !== undefined) {
-      starts.push(`${field.minLength}–${field.maxLength} characters`);
-    }
-    if (text.endsWith(")")) {
-      const cut = Math.max(...starts.map((start) => text.lastIndexOf(` (${start}`)));
-      if (cut >= 0) text = text.slice(0, cut);
-    }
-    text = text.trim();
+  /** The question's own words (the form's `text`: without the message, shown as the card's title, and
+   *  without the server's hints, since the page shows its own); nothing when they only repeat the header. */
+  function questionText(field) {
+    const text = (field.text || "").trim();
     return text === field.header ? "" : text;
   }
 
-  function renderQuestion(field, index, id, message) {
+  function renderQuestion(field, index, id) {
     const grouped = ["choice", "multi", "boolean"].includes(field.kind);
     const textId = `${id}-text`;
     const hintId = `${id}-hint`;
     const errorId = `${id}-error`;
-    const text = questionText(field, message);
+    const text = questionText(field);
 
     const heading = el(
       grouped ? "legend" : "label",
