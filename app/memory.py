@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import itertools
 from collections import Counter, deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from app import events
@@ -55,6 +55,62 @@ class MemorySubscription(Subscription):
             await self._wakeup.wait()
 
 
+class Subscribers:
+    """This process's subscribers, and the fan-out of each event to them.
+
+    A few hundred are pushed at once. Thousands are pushed a batch per loop iteration, so that the
+    loop (other requests, timers) is never held for the whole fan-out; later events queue behind the
+    first, so every subscriber still gets them in order."""
+
+    def __init__(self) -> None:
+        self._members: set[MemorySubscription] = set()
+        self._queued: deque[tuple[events.Event, list[MemorySubscription], int]] = deque()
+
+    def __iter__(self) -> Iterator[MemorySubscription]:
+        return iter(list(self._members))
+
+    def __len__(self) -> int:
+        return len(self._members)
+
+    def add(self, subscription: MemorySubscription) -> None:
+        self._members.add(subscription)
+
+    def discard(self, subscription: MemorySubscription) -> None:
+        self._members.discard(subscription)
+
+    def publish(self, event: events.Event) -> None:
+        members = list(self._members)
+        if not self._queued and len(members) <= FAN_OUT_BATCH:
+            for subscription in members:
+                subscription.push(event)
+            return
+        self._queued.append((event, members, 0))
+        if len(self._queued) == 1:
+            asyncio.get_running_loop().call_soon(self._step)
+
+    def end_all(self) -> None:
+        """Deliver what was published, then end every stream (its client reconnects)."""
+        while self._queued:
+            self._step()
+        for subscription in list(self._members):
+            subscription.end()
+        self._members.clear()
+
+    def _step(self) -> None:
+        if not self._queued:
+            return
+        event, members, start = self._queued[0]
+        end = start + FAN_OUT_BATCH
+        for subscription in members[start:end]:
+            subscription.push(event)
+        if end < len(members):
+            self._queued[0] = (event, members, end)
+        else:
+            self._queued.popleft()
+        if self._queued:
+            asyncio.get_running_loop().call_soon(self._step)
+
+
 class MemoryStore(Store):
     def __init__(self, *, history_size: int = 1000, result_ttl: float = 600, subscriber_queue: int = 1000):
         self._history_size = history_size
@@ -69,15 +125,10 @@ class MemoryStore(Store):
         self._history: deque[events.Event] = deque()
         self._history_seq: dict[str, int] = {}
         self._seq = 0
-        self._subscribers: set[MemorySubscription] = set()
-        self._fan_outs: deque[tuple[events.Event, list[MemorySubscription], int]] = deque()
+        self._subscribers = Subscribers()
 
     async def close(self) -> None:
-        while self._fan_outs:  # what was published still reaches everyone before the streams end
-            self._fan_out_step()
-        for subscription in list(self._subscribers):
-            subscription.end()
-        self._subscribers.clear()
+        self._subscribers.end_all()
         for timer in self._forget_timers.values():
             timer.cancel()
         self._forget_timers.clear()
@@ -154,30 +205,7 @@ class MemoryStore(Store):
         self._history_seq[event.id] = self._seq
         if len(self._history) > self._history_size:
             self._history_seq.pop(self._history.popleft().id, None)
-        subscribers = list(self._subscribers)
-        if not self._fan_outs and len(subscribers) <= FAN_OUT_BATCH:
-            for subscription in subscribers:
-                subscription.push(event)
-            return
-        # Thousands of subscribers: woken a batch per loop iteration, so that the loop (other requests,
-        # timers) is never held for the whole fan-out. Later events queue behind, keeping the order.
-        self._fan_outs.append((event, subscribers, 0))
-        if len(self._fan_outs) == 1:
-            asyncio.get_running_loop().call_soon(self._fan_out_step)
-
-    def _fan_out_step(self) -> None:
-        if not self._fan_outs:
-            return
-        event, subscribers, start = self._fan_outs[0]
-        end = start + FAN_OUT_BATCH
-        for subscription in subscribers[start:end]:
-            subscription.push(event)
-        if end < len(subscribers):
-            self._fan_outs[0] = (event, subscribers, end)
-        else:
-            self._fan_outs.popleft()
-        if self._fan_outs:
-            asyncio.get_running_loop().call_soon(self._fan_out_step)
+        self._subscribers.publish(event)
 
     def _forget(self, request_id: str) -> None:
         self._forget_timers.pop(request_id, None)

@@ -37,7 +37,7 @@ from redis.exceptions import ReadOnlyError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from app import events, ids
-from app.memory import MemorySubscription
+from app.memory import MemorySubscription, Subscribers
 from app.store import Record, Status, Store, StoreUnavailable
 
 logger = logging.getLogger("app.redis")
@@ -182,7 +182,7 @@ class RedisStore(Store):
         self._reader_task: asyncio.Task[None] | None = None
         self._cursor: str | None = None  # the last stream entry handed to local subscribers
         self._reading = False  # the loop is connected and following the stream
-        self._subscribers: set[MemorySubscription] = set()
+        self._subscribers = Subscribers()
         self._waiters: dict[str, set[asyncio.Event]] = {}
         # Pending records never change until they finish: keep the parsed ones (dropped when they
         # finish), so that listing thousands costs one ZRANGE, and reading one no JSON parse.
@@ -220,9 +220,7 @@ class RedisStore(Store):
         with contextlib.suppress(*UNREACHABLE, TimeoutError):
             async with asyncio.timeout(CLOSE_DRAIN_SECONDS):
                 await self._deliver_everything_published()
-        for subscription in list(self._subscribers):
-            subscription.end()
-        self._subscribers.clear()
+        self._subscribers.end_all()
         self._wake_all_waiters()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(CLOSE_DRAIN_SECONDS):
@@ -426,8 +424,7 @@ class RedisStore(Store):
             await self._progress.wait()
 
     def _dispatch(self, event: events.Event) -> None:
-        for subscription in list(self._subscribers):
-            subscription.push(event)
+        self._subscribers.publish(event)
         if event.type in (events.REPLIED, events.REJECTED):
             self._finishes += 1
             self._known.pop(event.properties["requestID"], None)
@@ -437,9 +434,7 @@ class RedisStore(Store):
     def _drop_local_listeners(self) -> None:
         """Streams end so that clients reconnect (and replay); waiters look at their records again."""
         self._known.clear()  # finishes may be missed meanwhile: read records from Redis until then
-        for subscription in list(self._subscribers):
-            subscription.end()
-        self._subscribers.clear()
+        self._subscribers.end_all()
         self._wake_all_waiters()
 
     def _wake_all_waiters(self) -> None:

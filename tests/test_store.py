@@ -222,3 +222,27 @@ async def test_a_subscriber_that_falls_too_far_behind_is_dropped(make_store):
         assert (await drain(keeping_up, 1))[0].properties["id"] == f"que_{index}"
     assert [e async for e in slow] == []  # dropped: it reconnects and replays
     keeping_up.close()
+
+
+async def test_thousands_of_subscribers_get_every_event_in_order(make_store):
+    """More subscribers than one fan-out batch (they are woken a batch per loop iteration): each still
+    gets every event, in the order published, and close delivers what was still on its way."""
+    from app.memory import FAN_OUT_BATCH
+
+    store = await make_store()
+    subscriptions = [await store.subscribe() for _ in range(FAN_OUT_BATCH * 3 + 7)]
+    await store.add(record("que_1"))
+    await store.add(record("que_2"))
+    await store.finish("que_1", "cancelled", {"action": "cancel"})
+    expected = [("question.asked", "que_1"), ("question.asked", "que_2"), ("question.rejected", "que_1")]
+
+    def key(event) -> tuple[str, str]:
+        return event.type, event.properties.get("id") or event.properties["requestID"]
+
+    for subscription in subscriptions[:10]:
+        assert [key(e) for e in await drain(subscription, 3)] == expected
+    await store.finish("que_2", "cancelled", {"action": "cancel"})
+    await store.close()
+    expected.append(("question.rejected", "que_2"))
+    for subscription in subscriptions[10:]:
+        assert [key(e) async for e in subscription] == expected
