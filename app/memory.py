@@ -136,6 +136,9 @@ class MemoryStore(Store):
     async def add(self, record: Record) -> None:
         self._pending[record.id] = record
         self._pending_by_session[record.request.sessionID] += 1
+        # Made now, a few microseconds each, rather than all at once for the first subscriber, which
+        # would hold the loop for as long as thousands of them take.
+        self._announcements[record.id] = record.asked_event(replayable=False)
         self._publish(record.asked_event())
 
     async def get(self, request_id: str) -> Record | None:
@@ -184,20 +187,13 @@ class MemoryStore(Store):
     async def subscribe(self, last_event_id: str | None = None) -> MemorySubscription:
         seq = self._history_seq.get(last_event_id) if last_event_id else None
         if seq is None:
-            backlog = [self._announcement(record) for record in self._pending.values()]
+            backlog = list(self._announcements.values())  # in the order asked, as pending is
         else:
             first = self._seq - len(self._history) + 1
             backlog = list(itertools.islice(self._history, seq - first + 1, None))
         subscription = MemorySubscription(self, backlog, self._subscriber_queue)
         self._subscribers.add(subscription)
         return subscription
-
-    def _announcement(self, record: Record) -> events.Event:
-        """The ``question.asked`` a new subscriber gets for a pending record: made (and encoded) once."""
-        event = self._announcements.get(record.id)
-        if event is None:
-            event = self._announcements[record.id] = record.asked_event(replayable=False)
-        return event
 
     def _publish(self, event: events.Event) -> None:
         self._seq += 1

@@ -55,6 +55,8 @@ per request: past the pool's size they wait for a free one (up to ``POOL_WAIT`` 
 failing. Redis runs commands one at a time, so more connections would not make it faster. The URL's
 ``?max_connections=`` and ``?timeout=`` override both."""
 POOL_WAIT = 5.0
+SLICE = 500
+"""Records parsed, or announcements made, between two turns of the loop when there are thousands."""
 READ_BLOCK_MS = 5000
 READ_BATCH = 500
 RETRY_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0)
@@ -365,9 +367,12 @@ class RedisStore(Store):
             request_ids, last = await pipe.execute()
         # A record that finishes meanwhile may be announced or not; its end comes after ``last``.
         records = await self._pending_records(request_ids)
-        return [record.asked_event(replayable=False) for record in records], (
-            event_id_of(last[0][0]) if last else None
-        )
+        announcements = []
+        for start in range(0, len(records), SLICE):  # thousands: not all in one stretch of the loop
+            if start:
+                await asyncio.sleep(0)
+            announcements += [r.asked_event(replayable=False) for r in records[start : start + SLICE]]
+        return announcements, (event_id_of(last[0][0]) if last else None)
 
     async def _read_events(self) -> None:
         """Follow the stream and fan each entry out to this replica's subscribers and waiters."""
@@ -463,10 +468,11 @@ class RedisStore(Store):
         found = {request_id: known[request_id] for request_id in request_ids if request_id in known}
         if missing := [request_id for request_id in request_ids if request_id not in known]:
             finishes = self._finishes
-            raws = await self._client.mget([self._record_key(request_id) for request_id in missing])
-            for raw in raws:
-                if raw is not None and (record := Record.model_validate_json(raw)).pending:
-                    found[record.id] = record
+            for start in range(0, len(missing), SLICE):  # each slice parsed between two awaits
+                keys = [self._record_key(request_id) for request_id in missing[start : start + SLICE]]
+                for raw in await self._client.mget(keys):
+                    if raw is not None and (record := Record.model_validate_json(raw)).pending:
+                        found[record.id] = record
             if finishes == self._finishes:  # else one of them may have finished meanwhile: not cached
                 known.update(found)
         return [found[request_id] for request_id in request_ids if request_id in found]

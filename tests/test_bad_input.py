@@ -227,6 +227,8 @@ async def test_timeout_or_wait_that_is_not_a_positive_number_is_400(server, clie
         ("sessionID", "ses_" + "x" * 300),
         ("messageID", "msg 1"),
         ("callID", "call\n1"),
+        ("messageID", "msg\r\nX-Injected: 1"),
+        ("sessionID", "ses_1\r\n"),
     ],
     ids=[
         "session-no-prefix",
@@ -236,6 +238,8 @@ async def test_timeout_or_wait_that_is_not_a_positive_number_is_400(server, clie
         "session-too-long",
         "message-space",
         "call-newline",
+        "message-crlf",
+        "session-crlf",
     ],
 )
 async def test_bad_ids_in_query_are_400(server, client, name, value):

@@ -108,20 +108,18 @@ async def test_event_streams_take_basic_auth_or_an_auth_token_query(http):
     assert refused.status_code == 401
 
 
-async def test_a_whole_round_trip_with_both_secrets(http):
-    created = await http.post("/elicitations", json=form(text_properties(1)), headers=TOOL_OK)
-    [request] = await pending(http_with(http, ANSWERER_OK))
-    replied = await http.post(
-        f"/question/{request['id']}/reply", json={"answers": [["hi"]]}, headers=ANSWERER_OK
-    )
-    assert replied.json() is True
-    result = await http.get(f"/elicitations/{created.json()['id']}", headers=TOOL_OK)
-    assert result.json()["result"] == {"action": "accept", "content": {"k0": "hi"}}
-
-
-def http_with(client: httpx.AsyncClient, headers: dict[str, str]) -> httpx.AsyncClient:
-    client.headers.update(headers)
-    return client
+async def test_a_whole_round_trip_with_both_secrets(secured):
+    """A tool and an answerer, each a client with only its own secret."""
+    async with (
+        httpx.AsyncClient(base_url=secured.url, timeout=10, headers=TOOL_OK) as tool,
+        httpx.AsyncClient(base_url=secured.url, timeout=10, headers=ANSWERER_OK) as answerer,
+    ):
+        created = await tool.post("/elicitations", json=form(text_properties(1)))
+        [request] = await pending(answerer)
+        replied = await answerer.post(f"/question/{request['id']}/reply", json={"answers": [["hi"]]})
+        assert replied.json() is True
+        result = await tool.get(f"/elicitations/{created.json()['id']}")
+        assert result.json()["result"] == {"action": "accept", "content": {"k0": "hi"}}
 
 
 @pytest.mark.parametrize("path", ["/global/health", "/healthz", "/metrics", "/doc"])
