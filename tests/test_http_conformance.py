@@ -234,16 +234,22 @@ async def test_shutdown_answers_waiting_tools_and_keeps_only_shared_questions(st
 
 async def test_streams_opening_at_once_do_not_overshoot_the_subscriber_limit(start):
     server = start(max_subscribers=3)
+    attempts = 12
+    statuses: list[int] = []
+    all_answered = asyncio.Event()
 
-    async def open_stream(client: httpx.AsyncClient) -> int:
+    async def open_stream(client: httpx.AsyncClient) -> None:
         async with client.stream("GET", "/event") as response:
+            statuses.append(response.status_code)
+            if len(statuses) == attempts:
+                all_answered.set()
             if response.status_code == 200:
-                await asyncio.sleep(0.5)  # held open while the others try
-            return response.status_code
+                await all_answered.wait()  # held open until every attempt has its answer
 
     async with httpx.AsyncClient(base_url=server.url, limits=httpx.Limits(max_connections=None)) as client:
-        statuses = await asyncio.gather(*(open_stream(client) for _ in range(12)))
-    assert sorted(statuses) == [200] * 3 + [429] * 9
+        async with asyncio.timeout(30):
+            await asyncio.gather(*(open_stream(client) for _ in range(attempts)))
+    assert sorted(statuses) == [200] * 3 + [429] * (attempts - 3)
     for _ in range(50):
         if server.gateway.subscribers == 0:
             break
