@@ -184,6 +184,7 @@ class RedisStore(Store):
         self._reader_task: asyncio.Task[None] | None = None
         self._cursor: str | None = None  # the last stream entry handed to local subscribers
         self._reading = False  # the loop is connected and following the stream
+        self._position: int | None = None  # entries ever added to the stream, up to the cursor
         self._subscribers = Subscribers()
         self._waiters: dict[str, set[asyncio.Event]] = {}
         # Pending records never change until they finish: keep the parsed ones (dropped when they
@@ -379,22 +380,27 @@ class RedisStore(Store):
         failures = 0
         while True:
             try:
-                if self._cursor is None:
+                if self._cursor is None or not self._reading:
+                    # Listeners were dropped meanwhile (they replay from Redis when they reconnect), so
+                    # this replica starts again from the stream's end, knowing its position there.
                     await self._follow_from_tail()
-                elif not self._reading:
-                    await self._reader.ping()  # type: ignore[union-attr]
-                    self._reading = True
                 if failures:
                     logger.warning("Redis is reachable again; event streams resume")
                     failures = 0
                 reply = await self._reader.xread(  # type: ignore[union-attr]
                     {self._events_key: self._cursor}, count=READ_BATCH, block=READ_BLOCK_MS
                 )
+                read = 0
                 for _stream, entries in reply:
                     for stream_id, fields in entries:
                         self._cursor = stream_id
+                        read += 1
                         if event := _decode(stream_id, fields):
                             self._dispatch(event)
+                if self._position is not None:
+                    self._position += read
+                if read == READ_BATCH:  # behind: check that the cap has not trimmed what is unread
+                    await self._check_nothing_trimmed_unread()
                 self._progress.set()
             except asyncio.CancelledError:
                 raise
@@ -414,9 +420,42 @@ class RedisStore(Store):
                 await asyncio.sleep(RETRY_DELAYS[-1])
 
     async def _follow_from_tail(self) -> None:
-        last = await self._reader.xrevrange(self._events_key, "+", "-", count=1)  # type: ignore[union-attr]
-        self._cursor = last[0][0] if last else "0-0"
+        info = await self._stream_info()
+        if info is None:
+            self._cursor, self._position = "0-0", 0
+        else:
+            self._cursor = info["last-generated-id"]
+            self._position = info.get("entries-added")  # absent before Redis 7: not checked then
         self._reading = True
+
+    async def _stream_info(self) -> dict[str, Any] | None:
+        try:
+            return await self._reader.xinfo_stream(self._events_key)  # type: ignore[union-attr]
+        except ResponseError as error:
+            if "no such key" in str(error):
+                return None
+            raise
+
+    async def _check_nothing_trimmed_unread(self) -> None:
+        """A replica that reads more slowly than others write could find the capped stream trimmed
+        past what it has read: those events would be lost to its subscribers and waiters.
+
+        ``_position`` counts the entries ever added up to the cursor; the stream has trimmed
+        ``entries-added - length`` of them. If that is more, entries after the cursor are gone: the
+        listeners are dropped (clients reconnect and replay or get every pending question afresh;
+        waiters read their records again), and reading goes on from the oldest entry left."""
+        info = await self._stream_info()
+        if info is None or self._position is None or "entries-added" not in info:
+            return
+        trimmed = info["entries-added"] - info["length"]
+        if trimmed > self._position:
+            logger.warning(
+                "this replica fell %d events behind the capped event stream; its event streams end so "
+                "that clients reconnect (GATEWAY_HISTORY_SIZE sets the cap)",
+                trimmed - self._position,
+            )
+            self._position = trimmed
+            self._drop_local_listeners()
 
     async def _deliver_everything_published(self) -> None:
         """Wait until the loop has handed out every entry the stream holds now."""

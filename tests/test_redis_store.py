@@ -4,6 +4,7 @@ happens once across them, expiry, the capped stream, the setting that selects it
 while Redis is unreachable. Everything runs against a real ``redis-server``."""
 
 import asyncio
+import contextlib
 import itertools
 from collections.abc import AsyncIterator
 
@@ -230,6 +231,36 @@ async def test_the_stream_is_capped(redis_url, monkeypatch):
     finally:
         await store.close()
     assert length <= 200  # trimmed to about 10, a whole stream node (100 entries) at a time
+
+
+async def test_a_replica_that_falls_behind_the_cap_ends_its_streams(redis_url, monkeypatch, caplog):
+    """Events trimmed from the capped stream before this replica read them cannot reach its
+    subscribers: it notices, and ends their streams, so that they reconnect and catch up."""
+    monkeypatch.setattr(redis_store, "MIN_STREAM_LENGTH", 10)
+    monkeypatch.setattr(redis_store, "READ_BATCH", 5)
+    prefix = f"behind{next(_prefixes)}"
+    writer, reader = (RedisStore(redis_url, prefix=prefix, history_size=5) for _ in range(2))
+    await writer.start()
+    await reader.start()
+    try:
+        subscription = await reader.subscribe()
+        assert reader._reader_task is not None
+        reader._reader_task.cancel()  # the replica stops reading for a while
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader._reader_task
+        for index in range(400):
+            await writer.add(record(f"que_{index}"))
+        reader._reader_task = asyncio.get_running_loop().create_task(reader._read_events())
+        async with asyncio.timeout(5):
+            received = [event async for event in subscription]  # ends instead of skipping ahead
+        assert len(received) < 400
+        assert "behind the capped event stream" in caplog.text
+        fresh = await reader.subscribe()  # a reconnecting client gets every pending question
+        assert len(fresh.backlog) == 400
+        fresh.close()
+    finally:
+        await reader.close()
+        await writer.close()
 
 
 async def test_an_entry_that_is_not_an_event_is_skipped(replicas):

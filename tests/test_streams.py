@@ -528,3 +528,27 @@ async def test_a_stalled_subscriber_is_disconnected_while_others_keep_working(ma
     assert b'"type":"server.connected"' in received
     assert received.count(b'"type":"question.asked"') < published
     assert received.endswith(b"0\r\n\r\n")  # the chunked body was closed, not cut
+
+
+async def test_a_client_that_leaves_while_its_stream_subscribes_frees_everything(server):
+    """The response starts before the store has subscribed (a Redis store answers later): a client
+    gone by then must not leave a subscription, and a subscriber slot, open for good."""
+    store = server.gateway.store
+    subscribe = store.subscribe
+
+    async def slow_subscribe(last_event_id=None):
+        await asyncio.sleep(0.3)
+        return await subscribe(last_event_id)
+
+    store.subscribe = slow_subscribe
+    try:
+        async with (
+            httpx.AsyncClient(base_url=server.url, timeout=10) as client,
+            client.stream("GET", "/event") as response,
+        ):
+            assert response.status_code == 200  # and the client leaves at once
+        async with asyncio.timeout(5):
+            while server.gateway.subscribers or len(store._subscribers):  # noqa: ASYNC110
+                await asyncio.sleep(0.02)
+    finally:
+        store.subscribe = subscribe

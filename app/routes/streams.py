@@ -64,6 +64,9 @@ async def _stream(
         except StoreUnavailable:
             return  # the stream ends at once; the client reconnects when the store is back
         opened.append(subscription)
+        if gone:  # the client left while this was subscribing: nothing would end the stream later
+            subscription.close()
+            return
         try:
             metrics.events_sent.inc()
             yield frame_of(events.connected()) or b""
@@ -88,7 +91,11 @@ async def _stream(
         finally:
             subscription.close()
 
+    gone = False
+
     def on_disconnect() -> None:
+        nonlocal gone
+        gone = True
         for subscription in opened:
             subscription.close()  # ends the iteration above, and so the response
 
