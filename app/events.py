@@ -77,11 +77,15 @@ class Event:
 
         return self._frame(default_directory, wrapped)
 
-    def _payload_json(self) -> str:
+    def properties_json(self) -> str:
+        """``properties`` encoded: as given when it was, so a pending question is never re-encoded."""
         if self._properties_json is None:
-            return to_json(self.payload())
+            self._properties_json = to_json(self._properties)
+        return self._properties_json
+
+    def _payload_json(self) -> str:
         head = '{"id":' + to_json(self.id) + ',"type":' + to_json(self.type)
-        return head + ',"properties":' + self._properties_json + "}"
+        return head + ',"properties":' + self.properties_json() + "}"
 
     def _frame(self, key: str | None, data: Callable[[], str]) -> bytes:
         frame = self._frames.get(key)

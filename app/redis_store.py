@@ -37,7 +37,7 @@ from redis.exceptions import ReadOnlyError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from app import events, ids
-from app.memory import MemorySubscription, Subscribers
+from app.fanout import LocalSubscription, Subscribers
 from app.store import Record, Status, Store, StoreUnavailable
 
 logger = logging.getLogger("app.redis")
@@ -114,7 +114,8 @@ def _stream_order(stream_id: str) -> tuple[int, int]:
 
 def _encode(event: events.Event) -> str:
     """What the stream keeps of an event: its id comes from the entry."""
-    return events.to_json({"type": event.type, "properties": event.properties, "directory": event.directory})
+    head = '{"type":' + events.to_json(event.type) + ',"properties":' + event.properties_json()
+    return head + ',"directory":' + events.to_json(event.directory) + "}"
 
 
 def _decode(stream_id: str, fields: dict[str, str]) -> events.Event | None:
@@ -136,11 +137,11 @@ def _decode(stream_id: str, fields: dict[str, str]) -> events.Event | None:
 # ---------------------------------------------------------------------------------------------------
 
 
-class RedisSubscription(MemorySubscription):
+class RedisSubscription(LocalSubscription):
     """A local subscriber fed by this replica's loop; it skips what its backlog already holds."""
 
-    def __init__(self, store: "RedisStore", limit: int) -> None:
-        super().__init__(store, [], limit)  # type: ignore[arg-type]  (only ``_subscribers`` is used)
+    def __init__(self, members: Subscribers, limit: int) -> None:
+        super().__init__(members, [], limit)
         self._after: str | None = None
 
     def begin(self, backlog: list[events.Event], after: str | None) -> None:
@@ -334,7 +335,7 @@ class RedisStore(Store):
     async def subscribe(self, last_event_id: str | None = None) -> RedisSubscription:
         if self._cursor is None:  # not following the stream yet: a subscriber could miss events
             raise StoreUnavailable("the question store (Redis) is not reachable yet; retry shortly")
-        subscription = RedisSubscription(self, self._subscriber_queue)
+        subscription = RedisSubscription(self._subscribers, self._subscriber_queue)
         self._subscribers.add(subscription)  # before reading the backlog, so nothing falls in between
         try:
             with self._reachable():

@@ -27,7 +27,7 @@ class EventStreamResponse:
         interval: float,
         send_timeout: float,
         on_disconnect: Callable[[], None],
-        on_close: Callable[[], None] = lambda: None,
+        on_close: Callable[[], None],
         headers: Mapping[str, str],
     ) -> None:
         self._frames = frames

@@ -36,7 +36,8 @@ def load_params(path: Path) -> dict[str, Any]:
 class RunningServer:
     """A gateway served by uvicorn in a background thread, stopped the way a signal stops it."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, port: int = 0) -> None:
+        """On ``port``, or a free one: a fixed port lets one server take another's place."""
         self.settings = settings
         self.gateway = Gateway(settings)
         self.app = create_app(settings, self.gateway)
@@ -44,7 +45,7 @@ class RunningServer:
         self.server = GatewayServer(config, self.gateway)
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._socket.bind(("127.0.0.1", 0))
+        self._socket.bind(("127.0.0.1", port))
         self.port = self._socket.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -80,18 +81,19 @@ class RunningServer:
         assert not self._thread.is_alive(), "the test server did not stop"
 
 
+@pytest.fixture(autouse=True)
+def _reset_sse_status() -> Iterator[None]:
+    """The mcp SDK serves /mcp streams with sse-starlette, which keeps a process-wide shutdown flag
+    that a stopped test server sets: no test may inherit another's."""
+    AppStatus.should_exit = False
+    yield
+    AppStatus.should_exit = False
+
+
 def settings_for_tests(**overrides: Any) -> Settings:
     values: dict[str, Any] = {"directory": TEST_DIRECTORY, "heartbeat": 10, "timeout": 60}
     values.update(overrides)
     return Settings(**values)
-
-
-@pytest.fixture(autouse=True)
-def _reset_sse_status() -> Iterator[None]:
-    """sse-starlette keeps a process-wide shutdown flag; no test may inherit another's."""
-    AppStatus.should_exit = False
-    yield
-    AppStatus.should_exit = False
 
 
 @pytest.fixture

@@ -10,6 +10,17 @@ from typing import Any
 import httpx
 from httpx_sse import aconnect_sse
 
+COLOR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "color": {"type": "string", "title": "Color", "enum": ["red", "green"]},
+        "count": {"type": "integer", "title": "Count", "minimum": 1, "maximum": 9},
+    },
+    "required": ["color"],
+}
+"""Two questions, one required; answered with ``[["green"], ["3"]]`` it gives ``COLOR_ACCEPTED``."""
+COLOR_ACCEPTED = {"action": "accept", "content": {"color": "green", "count": 3}}
+
 RFC0010_SCHEMA = {
     "type": "object",
     "properties": {

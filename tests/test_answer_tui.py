@@ -410,14 +410,7 @@ def _free_port() -> int:
 
 def _server_on(port: int, record_subscriptions: list[str | None] | None = None) -> RunningServer:
     """A gateway on a fixed port, so that one can stop and another take its place."""
-    gateway = RunningServer(settings_for_tests())
-    gateway._socket.close()
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", port))
-    gateway._socket = listener
-    gateway.port = port
-    gateway.url = f"http://127.0.0.1:{port}"
+    gateway = RunningServer(settings_for_tests(), port=port)
     if record_subscriptions is not None:
         subscribe = gateway.gateway.store.subscribe
 

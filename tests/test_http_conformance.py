@@ -14,19 +14,9 @@ import httpx
 import pytest
 
 from tests.conftest import RunningServer
-from tests.helpers import ask, form, pending, read_events
+from tests.helpers import COLOR_ACCEPTED, COLOR_SCHEMA, ask, form, pending, read_events
 
 pytest_plugins = ["tests.redis_server"]
-
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "color": {"type": "string", "title": "Color", "enum": ["red", "green"]},
-        "count": {"type": "integer", "title": "Count", "minimum": 1, "maximum": 9},
-    },
-    "required": ["color"],
-}
-ACCEPTED = {"action": "accept", "content": {"color": "green", "count": 3}}
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -41,7 +31,7 @@ def connect(server: RunningServer) -> httpx.AsyncClient:
 
 
 async def create(client: httpx.AsyncClient, **query: Any) -> str:
-    response = await client.post("/elicitations", json=form(SCHEMA), params=query)
+    response = await client.post("/elicitations", json=form(COLOR_SCHEMA), params=query)
     assert response.status_code == 201, response.text
     return response.json()["id"]
 
@@ -60,13 +50,13 @@ async def forgotten(client: httpx.AsyncClient, request_id: str) -> bool:
 
 async def test_elicit_is_answered_with_typed_content(start):
     async with connect(start()) as client, read_events(client) as events:
-        tool = ask(client, form(SCHEMA, "Paint job"))
+        tool = ask(client, form(COLOR_SCHEMA, "Paint job"))
         asked = await events.next("question.asked")
         assert asked.id == asked.data["id"]
         assert (await answer(client, asked.properties["id"])).json() is True
         replied = await events.next("question.replied")
         assert replied.properties["answers"] == [["green"], ["3"]]
-        assert (await tool).json() == ACCEPTED
+        assert (await tool).json() == COLOR_ACCEPTED
 
 
 async def test_asynchronous_form_reports_pending_then_the_result(start):
@@ -79,7 +69,7 @@ async def test_asynchronous_form_reports_pending_then_the_result(start):
         assert [r["id"] for r in await pending(client)] == [request_id]
         assert (await answer(client, request_id)).status_code == 200
         body = (await client.get(f"/elicitations/{request_id}")).json()
-        assert body == {"id": request_id, "status": "answered", "result": ACCEPTED}
+        assert body == {"id": request_id, "status": "answered", "result": COLOR_ACCEPTED}
         assert (await client.get("/question")).json() == []
         assert (await client.get("/elicitations/que_000000000000unknown000000")).status_code == 404
 
@@ -93,7 +83,7 @@ async def test_long_poll_returns_once_answered(start):
         await answer(client, request_id)
         body = (await polling).json()
     assert body["status"] == "answered"
-    assert body["result"] == ACCEPTED
+    assert body["result"] == COLOR_ACCEPTED
 
 
 async def test_reject_decline_and_a_second_answer(start):
@@ -143,7 +133,7 @@ async def test_withdrawal_and_retention(start):
 
 async def test_a_tool_that_disconnects_withdraws_its_question(start):
     async with connect(start()) as client, read_events(client) as events:
-        tool = ask(client, form(SCHEMA))
+        tool = ask(client, form(COLOR_SCHEMA))
         asked = await events.next("question.asked")
         tool.cancel()
         rejected = await events.next("question.rejected")
@@ -210,7 +200,7 @@ async def test_shutdown_answers_waiting_tools_and_keeps_only_shared_questions(st
     other replicas carry on with it."""
     server = start()
     async with connect(server) as client, read_events(client) as events:
-        tool = ask(client, form(SCHEMA))
+        tool = ask(client, form(COLOR_SCHEMA))
         waiting = (await events.next("question.asked")).properties["id"]
         polled = await create(client)
         await events.next("question.asked")

@@ -263,6 +263,16 @@ async def test_a_replica_that_falls_behind_the_cap_ends_its_streams(redis_url, m
         await writer.close()
 
 
+def test_a_pending_question_goes_into_the_stream_without_being_encoded_again():
+    asked = record("que_1", "/p").asked_event()
+    entry = redis_store._encode(asked)
+    assert asked._properties is None  # the request's JSON, spliced as it was encoded once
+    read_back = redis_store._decode("1700000000000-0", {"e": entry})
+    assert read_back is not None
+    assert (read_back.type, read_back.directory) == ("question.asked", "/p")
+    assert read_back.properties == asked.properties
+
+
 async def test_an_entry_that_is_not_an_event_is_skipped(replicas):
     first, second = replicas
     subscription = await first.subscribe()

@@ -19,19 +19,11 @@ import httpx
 import pytest
 import yaml
 
-from tests.helpers import ask, form, read_events
+from tests.helpers import COLOR_SCHEMA, ask, form, read_events
 
 pytest_plugins = ["tests.redis_server"]
 
 ROOT = Path(__file__).resolve().parents[1]
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "color": {"type": "string", "title": "Color", "enum": ["red", "green"]},
-        "count": {"type": "integer", "title": "Count", "minimum": 1, "maximum": 9},
-    },
-    "required": ["color"],
-}
 GREEN = {"answers": [["green"], ["3"]]}
 RED = {"answers": [["red"], ["1"]]}
 LISTENING = re.compile(rb"listening on (http://\S+)")
@@ -135,7 +127,7 @@ async def clients(replicas: list[Replica]) -> AsyncIterator[list[httpx.AsyncClie
 
 
 async def create(client: httpx.AsyncClient, **query: Any) -> str:
-    response = await client.post("/elicitations", json=form(SCHEMA), params=query)
+    response = await client.post("/elicitations", json=form(COLOR_SCHEMA), params=query)
     assert response.status_code == 201, response.text
     return response.json()["id"]
 
@@ -161,7 +153,7 @@ async def test_asked_on_one_replica_watched_on_another_answered_on_a_third(clien
     """The tool on A gets the content answered on C; A, B and C send the same events, ids and order."""
     a, b, c = clients
     async with read_events(a) as on_a, read_events(b) as on_b, read_events(c) as on_c:
-        tool = ask(a, form(SCHEMA, "Paint job"))
+        tool = ask(a, form(COLOR_SCHEMA, "Paint job"))
         asked = await on_b.next("question.asked")
         request_id = asked.properties["id"]
         assert await listed(c) == [request_id]
@@ -253,7 +245,7 @@ async def test_a_replica_stopping_for_an_update_keeps_the_shared_questions(repli
     pending for the other replicas."""
     a, b, _ = clients
     async with read_events(b) as on_b:
-        tool = ask(a, form(SCHEMA))
+        tool = ask(a, form(COLOR_SCHEMA))
         waiting = (await on_b.next("question.asked")).properties["id"]
         kept = await create(a)
         await on_b.next("question.asked")
@@ -279,7 +271,7 @@ async def test_redis_stopped_and_started_again(make_redis_server, tmp_path):
 
             for method, path, body in [
                 ("GET", "/question", None),
-                ("POST", "/elicitations", form(SCHEMA)),
+                ("POST", "/elicitations", form(COLOR_SCHEMA)),
                 ("GET", f"/elicitations/{request_id}", None),
                 ("POST", f"/question/{request_id}/reply", GREEN),
                 ("GET", "/event", None),

@@ -227,7 +227,7 @@ async def test_a_subscriber_that_falls_too_far_behind_is_dropped(make_store):
 async def test_thousands_of_subscribers_get_every_event_in_order(make_store):
     """More subscribers than one fan-out batch (they are woken a batch per loop iteration): each still
     gets every event, in the order published, and close delivers what was still on its way."""
-    from app.memory import FAN_OUT_BATCH
+    from app.fanout import FAN_OUT_BATCH
 
     store = await make_store()
     subscriptions = [await store.subscribe() for _ in range(FAN_OUT_BATCH * 3 + 7)]

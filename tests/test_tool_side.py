@@ -10,17 +10,7 @@ import pytest
 
 from app.settings import DEFAULT_SESSION_ID
 from tests.conftest import TEST_DIRECTORY
-from tests.helpers import ask, form, pending, read_events
-
-COLOR_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "color": {"type": "string", "title": "Color", "enum": ["red", "green"]},
-        "count": {"type": "integer", "title": "Count", "minimum": 1, "maximum": 9},
-    },
-    "required": ["color"],
-}
-ACCEPTED = {"action": "accept", "content": {"color": "green", "count": 3}}
+from tests.helpers import COLOR_ACCEPTED, COLOR_SCHEMA, ask, form, pending, read_events
 
 
 async def reply(client: httpx.AsyncClient, request_id: str, answers: list[list[str]]) -> None:
@@ -59,7 +49,7 @@ async def test_elicit_form_params_round_trip(client, with_mode):
         await reply(client, asked.properties["id"], [["green"], ["3"]])
         response = await tool
     assert response.status_code == 200
-    assert response.json() == ACCEPTED
+    assert response.json() == COLOR_ACCEPTED
 
 
 @pytest.mark.parametrize("rpc_id", [7, 0, "req-7"], ids=["int-id", "zero-id", "string-id"])
@@ -71,7 +61,7 @@ async def test_elicit_jsonrpc_envelope_gets_jsonrpc_response_with_same_id(client
     await reply(client, request["id"], [["green"], ["3"]])
     response = await tool
     assert response.status_code == 200
-    assert response.json() == {"jsonrpc": "2.0", "id": rpc_id, "result": ACCEPTED}
+    assert response.json() == {"jsonrpc": "2.0", "id": rpc_id, "result": COLOR_ACCEPTED}
 
 
 async def test_elicit_jsonrpc_decline_is_a_result(client):
@@ -289,11 +279,11 @@ async def test_elicit_question_is_readable_through_elicitations(client):
     [request] = await pending(client)
     assert await status_of(client, request["id"]) == {"id": request["id"], "status": "pending"}
     await reply(client, request["id"], [["green"], ["3"]])
-    assert (await tool).json() == ACCEPTED
+    assert (await tool).json() == COLOR_ACCEPTED
     assert await status_of(client, request["id"]) == {
         "id": request["id"],
         "status": "answered",
-        "result": ACCEPTED,
+        "result": COLOR_ACCEPTED,
     }
 
 
@@ -329,7 +319,7 @@ async def test_long_poll_returns_once_answered(client):
     await reply(client, request_id, [["green"], ["3"]])
     response = await poll
     assert response.status_code == 200
-    assert response.json() == {"id": request_id, "status": "answered", "result": ACCEPTED}
+    assert response.json() == {"id": request_id, "status": "answered", "result": COLOR_ACCEPTED}
 
 
 @pytest.mark.parametrize(
@@ -421,7 +411,7 @@ async def test_finished_results_are_kept_for_result_ttl_then_forgotten(make_serv
         assert await status_of(client, request_id) == {
             "id": request_id,
             "status": "answered",
-            "result": ACCEPTED,
+            "result": COLOR_ACCEPTED,
         }
         async with asyncio.timeout(5):
             while True:

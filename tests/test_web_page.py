@@ -3,7 +3,6 @@
 import asyncio
 import os
 import re
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +13,6 @@ import httpx
 import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, Locator, Page, Route, async_playwright, expect
-from sse_starlette.sse import AppStatus
 
 from tests.conftest import RunningServer, settings_for_tests
 from tests.helpers import ask, form, pending
@@ -600,13 +598,4 @@ async def test_page_and_its_files_are_served_by_the_gateway(server):
 
 def start_on_port(port: int) -> RunningServer:
     """A new gateway on the port an earlier one used, as after a restart (of a fresh process)."""
-    AppStatus.should_exit = False  # sse-starlette's process-wide flag, set by the first one's shutdown
-    restarted = RunningServer(settings_for_tests())
-    restarted._socket.close()
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", port))
-    restarted._socket = listener
-    restarted.port = port
-    restarted.url = f"http://127.0.0.1:{port}"
-    return restarted.start()
+    return RunningServer(settings_for_tests(), port=port).start()

@@ -107,9 +107,8 @@ def _reject_action(body: object) -> str:
 def describe_form(record: Record) -> dict[str, Any]:
     """A pending request with what each question accepts: kind, limits, default, option values."""
     form = record.form
-    texts = form.texts or tuple(question.question for question in record.request.questions)
     fields = []
-    for field, question, text in zip(form.fields, record.request.questions, texts, strict=True):
+    for field, question, text in zip(form.fields, record.request.questions, form.texts, strict=True):
         described = field.model_dump(
             mode="json", by_alias=True, exclude_none=True, exclude={"has_default", "default"}
         )

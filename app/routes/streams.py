@@ -11,7 +11,7 @@ from app import events
 from app.gateway import Gateway, normalize_directory
 from app.routes.parsing import directory_of
 from app.sse import EventStreamResponse
-from app.store import StoreUnavailable, Subscription
+from app.store import StoreUnavailable
 
 HEADERS = {"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"}
 BACKLOG_CHUNK = 64 * 1024
@@ -45,7 +45,7 @@ async def _stream(
         message = f"{limit} event streams are open, the most the gateway serves (GATEWAY_MAX_SUBSCRIBERS)"
         return JSONResponse({"error": "too_many_subscribers", "message": message}, status_code=429)
     # Counted from here (no await between the check and the count, so streams opening at once cannot
-    # overshoot the limit) until the response ends, whether or not it got as far as subscribing.
+    # overshoot the limit) until the response ends.
     gateway.subscribers += 1
     metrics = gateway.metrics
     metrics.subscribers.inc()
@@ -55,49 +55,39 @@ async def _stream(
         metrics.subscribers.dec()
 
     last_event_id = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
-    opened: list[Subscription] = []
+    try:
+        # Before the response starts: a client that leaves at any point after it finds a
+        # subscription to close. StoreUnavailable becomes a 503, and the client retries.
+        subscription = await gateway.store.subscribe(last_event_id)
+    except BaseException:
+        release()
+        raise
+
+    def close() -> None:
+        subscription.close()
+        release()
 
     async def frames() -> AsyncGenerator[bytes, None]:
-        # Subscribing inside the generator ties the subscription's life to the stream's.
-        try:
-            subscription = await gateway.store.subscribe(last_event_id)
-        except StoreUnavailable:
-            return  # the stream ends at once; the client reconnects when the store is back
-        opened.append(subscription)
-        if gone:  # the client left while this was subscribing: nothing would end the stream later
-            subscription.close()
-            return
-        try:
-            metrics.events_sent.inc()
-            yield frame_of(events.connected()) or b""
-            chunk: list[bytes] = []
-            size = 0
-            for missed in subscription.backlog:
-                if (frame := frame_of(missed)) is not None:
-                    chunk.append(frame)
-                    size += len(frame)
-                    if size >= BACKLOG_CHUNK:
-                        metrics.events_sent.inc(len(chunk))
-                        yield b"".join(chunk)
-                        chunk, size = [], 0
-                        await asyncio.sleep(0)  # a long backlog must not hold the loop from others
-            if chunk:
-                metrics.events_sent.inc(len(chunk))
-                yield b"".join(chunk)
-            async for published in subscription:
-                if (frame := frame_of(published)) is not None:
-                    metrics.events_sent.inc()
-                    yield frame
-        finally:
-            subscription.close()
-
-    gone = False
-
-    def on_disconnect() -> None:
-        nonlocal gone
-        gone = True
-        for subscription in opened:
-            subscription.close()  # ends the iteration above, and so the response
+        metrics.events_sent.inc()
+        yield frame_of(events.connected()) or b""
+        chunk: list[bytes] = []
+        size = 0
+        for missed in subscription.backlog:
+            if (frame := frame_of(missed)) is not None:
+                chunk.append(frame)
+                size += len(frame)
+                if size >= BACKLOG_CHUNK:
+                    metrics.events_sent.inc(len(chunk))
+                    yield b"".join(chunk)
+                    chunk, size = [], 0
+                    await asyncio.sleep(0)  # a long backlog must not hold the loop from others
+        if chunk:
+            metrics.events_sent.inc(len(chunk))
+            yield b"".join(chunk)
+        async for published in subscription:  # ends when the subscription is closed
+            if (frame := frame_of(published)) is not None:
+                metrics.events_sent.inc()
+                yield frame
 
     def heartbeat() -> bytes:
         beat = events.heartbeat()
@@ -108,7 +98,7 @@ async def _stream(
         heartbeat=heartbeat,
         interval=gateway.settings.heartbeat,
         send_timeout=gateway.settings.send_timeout,
-        on_disconnect=on_disconnect,
-        on_close=release,
+        on_disconnect=subscription.close,
+        on_close=close,
         headers=HEADERS,
     )
