@@ -3,11 +3,11 @@
 FROM python:3.11-slim AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
-COPY pyproject.toml constraints.txt README.md ./
-COPY app ./app
+COPY pyproject.toml constraints.txt README.md LICENSE ./
+COPY elicitation_gateway ./elicitation_gateway
 # Dependencies come from the project's own metadata, pinned by constraints.txt.
 RUN python -m venv /opt/gateway \
-    && /opt/gateway/bin/pip install --no-cache-dir -c constraints.txt .
+    && /opt/gateway/bin/pip install --no-cache-dir -c constraints.txt ".[redis]"
 
 FROM python:3.11-slim
 ENV PATH=/opt/gateway/bin:$PATH \

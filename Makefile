@@ -7,17 +7,24 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 ARGS ?=
 PYTEST_ARGS ?=
-NODE_TESTS := tests/node
+NODE_TESTS := tests/e2e/node
+OPENCODE := tests/e2e/opencode
 
-.PHONY: run test lint format install constraints
+.PHONY: run test test-quick lint format docs fixtures install constraints
 
 run: $(VENV)/.installed
-	$(BIN)/python -m app $(ARGS)
+	$(BIN)/python -m elicitation_gateway $(ARGS)
 
-test: $(VENV)/.installed $(NODE_TESTS)/node_modules/.installed
+test: $(VENV)/.installed $(NODE_TESTS)/node_modules/.installed $(OPENCODE)/node_modules/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# The fast tiers only: pure unit tests, the store suite and the HTTP tests (no browser, Node or CLI),
+# in four processes: most of their time is spent waiting on sockets and timers, not on the CPU.
+test-quick: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/pytest -n 4 tests/unit tests/stores tests/http $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
@@ -25,6 +32,14 @@ lint: $(VENV)/.installed
 format: $(VENV)/.installed
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+# Regenerate what is made from the code: docs/settings.md from the Settings model, and the captured
+# elicitation requests in tests/fixtures/schemas from the installed SDKs.
+docs: $(VENV)/.installed
+	$(BIN)/python scripts/settings_doc.py
+
+fixtures: $(VENV)/.installed
+	$(BIN)/python tests/fixtures/capture.py
 
 install: $(VENV)/.installed
 
@@ -37,6 +52,11 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 # The published OpenCode SDK for its compatibility test, exactly as the committed lock file pins it.
 $(NODE_TESTS)/node_modules/.installed: $(NODE_TESTS)/package.json $(NODE_TESTS)/package-lock.json
 	npm ci --prefix $(NODE_TESTS) --no-audit --no-fund
+	touch $@
+
+# The published OpenCode CLI and TUI for the bridge's end-to-end tests, pinned by its lock file.
+$(OPENCODE)/node_modules/.installed: $(OPENCODE)/package.json $(OPENCODE)/package-lock.json
+	npm ci --prefix $(OPENCODE) --no-audit --no-fund
 	touch $@
 
 # Refresh the pinned versions after changing dependencies in pyproject.toml.

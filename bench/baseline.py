@@ -5,7 +5,8 @@
   sends one ``question.asked``-shaped frame, encoded once, to every open stream: the baseline of
   fan-out. ``POST /question/{id}/reject`` accepts anything, so the same client code runs against both.
 
-It is served with the uvicorn settings the gateway uses (:func:`app.server.serve`): same loop and HTTP
+It is served with the uvicorn settings the gateway uses
+(:func:`~elicitation_gateway.server.runner.serve`): same loop and HTTP
 protocol choice, same log level (read from ``GATEWAY_LOG_LEVEL``), access log on, lifespan on, and the
 same loop-lag probe.
 """

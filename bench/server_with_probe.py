@@ -1,8 +1,8 @@
-"""``python -m bench.server_with_probe [serve flags]``: the gateway as ``python -m app`` runs it, plus
+"""``python -m bench.server_with_probe [serve flags]``: the gateway as ``elicitation-gateway`` runs it, plus
 the loop-lag probe (:mod:`bench.probe`) and a raised open-file limit.
 
 The probe rides on a subclass of the gateway's own uvicorn server; nothing else about the service
-changes, so what is measured is what ``python -m app`` serves.
+changes, so what is measured is what ``python -m elicitation_gateway`` serves.
 """
 
 import sys
@@ -12,11 +12,10 @@ from bench.probe import probed, raise_open_file_limit
 
 def main(argv: list[str]) -> int:
     raise_open_file_limit()
-    import app.server
-    from app import serve_command
+    from elicitation_gateway.server import command, runner
 
-    app.server.GatewayServer = probed(app.server.GatewayServer)  # type: ignore[misc]
-    return serve_command.main(argv)
+    runner.GatewayServer = probed(runner.GatewayServer)  # type: ignore[misc]
+    return command.main(argv)
 
 
 if __name__ == "__main__":

@@ -1,31 +1,33 @@
 """Real servers for the tests: uvicorn on a free loopback port, in a thread, per test."""
 
 import asyncio
+import contextlib
 import json
 import signal
 import socket
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
 import uvicorn
 from sse_starlette.sse import AppStatus
 
-from app.gateway import Gateway
-from app.main import create_app
-from app.server import GatewayServer
-from app.settings import Settings
+from elicitation_gateway.gateway import AlreadyFinished, Gateway
+from elicitation_gateway.server.app import create_app
+from elicitation_gateway.server.runner import GatewayServer
+from elicitation_gateway.settings import Settings
 
-SHARED_SCHEMAS = Path(__file__).resolve().parents[2] / "shared" / "schemas"
+CAPTURED_SCHEMAS = Path(__file__).resolve().parent / "fixtures" / "schemas"
 TEST_DIRECTORY = "/srv/gateway-tests"
+T = TypeVar("T")
 
 
-def shared_schema_files() -> list[Path]:
-    files = sorted(SHARED_SCHEMAS.glob("*.json"))
-    assert files, f"no captured schemas found in {SHARED_SCHEMAS}"
+def captured_schema_files() -> list[Path]:
+    files = sorted(CAPTURED_SCHEMAS.glob("*.json"))
+    assert files, f"no captured schemas found in {CAPTURED_SCHEMAS}"
     return files
 
 
@@ -56,7 +58,9 @@ class RunningServer:
             self._loop = asyncio.get_running_loop()
             await self.server.serve(sockets=[self._socket])
 
-        asyncio.run(main())
+        # The loop uvicorn itself would choose (uvloop where installed), as the service runs.
+        with asyncio.Runner(loop_factory=self.server.config.get_loop_factory()) as runner:
+            runner.run(main())
 
     def start(self) -> "RunningServer":
         self._thread.start()
@@ -72,6 +76,26 @@ class RunningServer:
         """Run ``function`` on the server's own event loop."""
         assert self._loop is not None
         self._loop.call_soon_threadsafe(function, *args)
+
+    def run(self, work: Coroutine[Any, Any, T], timeout: float = 10) -> T:
+        """Run a coroutine on the server's own event loop and return its result."""
+        assert self._loop is not None
+        return asyncio.run_coroutine_threadsafe(work, self._loop).result(timeout)
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def reset(self) -> None:
+        """Withdraw what a test left pending, so that the next test on this server starts clean."""
+
+        async def withdraw_all() -> None:
+            for record in await self.gateway.store.pending():
+                with contextlib.suppress(LookupError, AlreadyFinished):
+                    await self.gateway.withdraw(record.id)
+
+        if self._thread.is_alive():
+            self.run(withdraw_all())
 
     def stop(self) -> None:
         """Stop as SIGTERM does: pending questions are finished first, then uvicorn exits."""
@@ -110,9 +134,22 @@ def make_server() -> Iterator[Callable[..., RunningServer]]:
         server.stop()
 
 
+@pytest.fixture(scope="module")
+def shared_server() -> Iterator[RunningServer]:
+    """One gateway with the test settings for a whole test module: starting one per test costs more
+    than most tests do."""
+    server = RunningServer(settings_for_tests()).start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture
-def server(make_server: Callable[..., RunningServer]) -> RunningServer:
-    return make_server()
+def server(shared_server: RunningServer) -> Iterator[RunningServer]:
+    """The module's gateway, left clean after the test; a test that changes the server's settings,
+    patches it or stops it makes its own with ``make_server``."""
+    assert shared_server.running, "a test stopped the module's shared server: give it make_server()"
+    yield shared_server
+    shared_server.reset()
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,3 +163,21 @@ async def pending(client: httpx.AsyncClient, count: int = 1, timeout: float = 5)
             if len(listed) >= count:
                 return listed
             await asyncio.sleep(0.02)
+
+
+async def until(condition: Callable[[], bool | Awaitable[bool]], timeout: float = 5, what: str = "") -> None:
+    """Wait for a condition rather than for a fixed time: checked every 10 ms, failing after ``timeout``."""
+    async with asyncio.timeout(timeout):
+        while True:
+            met = condition()
+            if not isinstance(met, bool):
+                met = await met
+            if met:
+                return
+            await asyncio.sleep(0.01)
+    raise AssertionError(f"not met in {timeout} s: {what}")  # pragma: no cover (timeout raises first)
+
+
+def waited_on(store: Any, request_id: str) -> bool:
+    """Whether something (a long poll, ``POST /elicit``) waits on ``request_id`` in this store now."""
+    return request_id in getattr(store, "_done", {}) or request_id in getattr(store, "_waiters", {})

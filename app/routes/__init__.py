@@ -1,5 +1,0 @@
-"""HTTP routes: thin layers that parse, call the gateway, and shape responses."""
-
-from app.routes import elicitations, health, page, questions, streams
-
-routes = [*elicitations.routes, *questions.routes, *streams.routes, *health.routes, *page.routes]

@@ -1,0 +1,251 @@
+"""The terminal answerer: follows a gateway's events and shows its pending requests, oldest first.
+
+Requests are kept by id (ids sort in creation order); the screen shows the oldest with its own
+:class:`~.draft.Draft`, so answers typed into one request survive while another comes and
+goes. A request leaves when it is answered or rejected, here or anywhere else.
+"""
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar
+
+import httpx
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widgets import Static
+
+from elicitation_gateway.answerer.connection import (
+    AnswererClient,
+    Backoff,
+    EventStream,
+    Gone,
+    Refused,
+    describe_error,
+)
+from elicitation_gateway.answerer.draft import Draft
+from elicitation_gateway.answerer.widgets import DeclineRequested, RequestView, SendRequested
+
+KEYS = (
+    ("←→/Tab", "question"),
+    ("↑↓/1–9", "option"),
+    ("Enter", "choose"),
+    ("Esc", "dismiss"),
+    ("^D", "decline"),
+    ("^Q", "quit"),
+)
+
+
+class AnswerApp(App[None]):
+    """Answer a gateway's questions from the terminal."""
+
+    TITLE = "Elicitation Gateway"
+    ENABLE_COMMAND_PALETTE = False
+    CSS = """
+    Screen { layout: vertical; }
+    #status { height: 1; padding: 0 1; background: $panel; }
+    #status.down { background: $error 40%; }
+    #body { height: 1fr; padding: 1 1 0 1; }
+    #idle { color: $text-muted; padding: 1 0; }
+    #message { padding: 0 0 1 0; text-style: bold; }
+    #request Tabs { margin: 0 0 1 0; }
+    .question-text { padding: 0 0 0 0; }
+    .question-needs { color: $text-muted; padding: 0 0 1 0; }
+    .question-pane ChoiceList { height: auto; max-height: 100%; border: none; padding: 0; }
+    .question-pane Input { margin: 0; }
+    .issue { color: $error; padding: 1 0 0 0; }
+    ConfirmPane { height: auto; }
+    #keys { height: 1; padding: 0 1; color: $text-muted; background: $panel; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss_request", "Dismiss", show=False, priority=True),
+        Binding("ctrl+d", "decline_request", "Decline", show=False, priority=True),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+    ]
+
+    def __init__(self, url: str, auth: httpx.Auth | None = None, *, backoff: Backoff | None = None) -> None:
+        super().__init__()
+        self.client = AnswererClient(url, auth)
+        self.stream = EventStream(self.client, backoff=backoff)
+        self.drafts: dict[str, Draft] = {}
+        self.shown_id: str | None = None
+        self.connected = False
+        self.status_reason = ""
+        self._view_lock = asyncio.Lock()
+        self._busy: set[str] = set()
+
+    # ---------------------------------------------------------------------------------------------
+    # Screen
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="status")
+        with Vertical(id="body"):
+            yield Static("No questions waiting. They appear here as tools ask them.", id="idle")
+        yield Static(self._keys(), id="keys")
+
+    def on_mount(self) -> None:
+        self._show_status()
+        self.run_worker(self.stream.follow(self._on_event, self._on_status), name="events", group="events")
+
+    async def on_unmount(self) -> None:
+        await self.client.aclose()
+
+    @property
+    def pending_ids(self) -> list[str]:
+        return sorted(self.drafts)
+
+    @property
+    def view(self) -> RequestView | None:
+        found = self.query(RequestView)
+        return found.first() if found else None
+
+    async def _show_oldest(self) -> None:
+        """Put the oldest pending request on screen, unless it is there already."""
+        async with self._view_lock:
+            pending = self.pending_ids
+            oldest = pending[0] if pending else None
+            self._show_status()
+            bodies = self.query("#body")
+            if oldest == self.shown_id or not bodies:  # shown already, or the app is closing
+                return
+            body = bodies.first(Vertical)
+            if self.view is not None:
+                await self.view.remove()
+            self.shown_id = oldest
+            self.query_one("#idle").display = oldest is None
+            if oldest is not None:
+                await body.mount(RequestView(self.drafts[oldest]))
+
+    def _show_status(self) -> None:
+        found = self.query("#status")
+        if not found:  # the app is closing
+            return
+        status = found.first(Static)
+        url = self.client.url
+        if self.connected:
+            line = Content.assemble(("● ", "bold"), "connected to ", url)
+        elif self.status_reason:
+            reason = (f"({self.status_reason})", "dim")
+            line = Content.assemble(("○ ", "bold"), "disconnected, reconnecting… ", reason)
+        else:
+            line = Content.assemble("○ connecting to ", url, "…")
+        count = len(self.drafts)
+        waiting = f"request 1 of {count}" if count else "nothing waiting"
+        status.update(Content.assemble(line, "  ·  ", waiting))
+        status.set_class(not self.connected and bool(self.status_reason), "down")
+
+    @staticmethod
+    def _keys() -> Content:
+        parts: list[Content] = [Content.assemble((key, "bold"), " ", what) for key, what in KEYS]
+        return Content("  ").join(parts)
+
+    # ---------------------------------------------------------------------------------------------
+    # Events from the gateway
+
+    async def _on_status(self, connected: bool, reason: str) -> None:
+        self.connected = connected
+        self.status_reason = reason
+        self._show_status()
+
+    async def _on_event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        properties = event.get("properties") or {}
+        if kind == "server.connected":
+            await self._drop_finished()
+        elif kind == "question.asked":
+            await self._add(str(properties.get("id")))
+        elif kind in ("question.replied", "question.rejected"):
+            await self._forget(str(properties.get("requestID")))
+
+    async def _add(self, request_id: str) -> None:
+        if request_id in self.drafts:
+            return  # announced again after a reconnect: keep what was typed
+        form = await self.client.form(request_id)
+        if form is not None:
+            self.drafts[request_id] = Draft(form)
+            await self._show_oldest()
+
+    async def _forget(self, request_id: str) -> None:
+        if self.drafts.pop(request_id, None) is not None:
+            await self._show_oldest()
+
+    async def _drop_finished(self) -> None:
+        """After a reconnect, requests finished meanwhile (or lost in a restart) are dropped."""
+        if not self.drafts:
+            return
+        known = set(self.drafts)
+        still_pending = await self.client.pending_ids()
+        for request_id in known - still_pending:
+            await self._forget(request_id)
+
+    # ---------------------------------------------------------------------------------------------
+    # Answering
+
+    def on_send_requested(self, event: SendRequested) -> None:
+        event.stop()
+        if self.shown_id is not None:
+            self._start(self.shown_id, self._send)
+
+    def on_decline_requested(self, event: DeclineRequested) -> None:
+        event.stop()
+        self.action_decline_request()
+
+    def action_dismiss_request(self) -> None:
+        if self.shown_id is not None:
+            self._start(self.shown_id, self._reject)
+
+    def action_decline_request(self) -> None:
+        if self.shown_id is not None:
+            self._start(self.shown_id, self._decline)
+
+    def _start(self, request_id: str, action: Callable[[str], Awaitable[None]]) -> None:
+        """One call at a time per request, so a double Enter sends once."""
+        if request_id in self._busy:
+            return
+        self._busy.add(request_id)
+
+        async def run() -> None:
+            try:
+                await action(request_id)
+            finally:
+                self._busy.discard(request_id)
+
+        self.run_worker(run(), group="answers")
+
+    async def _send(self, request_id: str) -> None:
+        draft = self.drafts.get(request_id)
+        if draft is None:
+            return
+        try:
+            await self.client.reply(request_id, draft.answers())
+        except Refused as refused:
+            draft.refused(refused.message, refused.issues)
+            if self.view is not None and self.view.draft is draft:
+                self.view.show_refusal()
+            return
+        except (Gone, httpx.HTTPError) as error:
+            await self._failed(request_id, "send the answers", error)
+            return
+        await self._forget(request_id)
+
+    async def _reject(self, request_id: str) -> None:
+        await self._finish_with_reject(request_id, decline=False)
+
+    async def _decline(self, request_id: str) -> None:
+        await self._finish_with_reject(request_id, decline=True)
+
+    async def _finish_with_reject(self, request_id: str, *, decline: bool) -> None:
+        try:
+            await self.client.reject(request_id, decline=decline)
+        except (Gone, httpx.HTTPError) as error:
+            await self._failed(request_id, "decline" if decline else "dismiss", error)
+            return
+        await self._forget(request_id)
+
+    async def _failed(self, request_id: str, what: str, error: Exception) -> None:
+        if isinstance(error, Gone):
+            self.notify("That request was already answered elsewhere.", severity="warning")
+            await self._forget(request_id)
+            return
+        self.notify(f"Could not {what}: {describe_error(error)}", severity="error")

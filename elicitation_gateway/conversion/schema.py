@@ -1,0 +1,480 @@
+"""Where a ``requestedSchema`` becomes questions: one question per property, in the schema's order.
+
+Plain functions over plain data. ``build_form`` returns a :class:`Form`, which keeps both what the
+person sees (``questions``, OpenCode's ``QuestionInfo``) and what the answers are checked against
+(``fields``, one per question), so that :mod:`.answers` can turn replies back into typed content.
+"""
+
+import math
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from elicitation_gateway.conversion.fields import (
+    BOOLEAN_LABELS,
+    STRING_FORMATS,
+    Field,
+    Option,
+    ValueProblem,
+    check_value,
+    describe_value,
+)
+from elicitation_gateway.models import QuestionInfo, QuestionOption
+
+SOFT_QUESTION_LIMIT = 10
+"""More questions than this still work, but are hard to answer well; the gateway logs a warning."""
+
+
+class SchemaError(ValueError):
+    """A ``requestedSchema`` the gateway cannot ask; ``code`` goes on the wire."""
+
+    def __init__(self, message: str, code: str = "invalid_schema") -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+class Form(BaseModel):
+    """A converted schema: ``questions[i]`` shows ``fields[i]``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    fields: tuple[Field, ...]
+    questions: tuple[QuestionInfo, ...]
+    texts: tuple[str, ...] = ()
+    """Each question's own words (its title or description), without the message or the hints that
+    ``questions[i].question`` adds for clients that show only the question: for forms that show them
+    apart."""
+    legacy: bool = False
+    """A top-level enum or array of enum: the content is ``{"value": ...}``."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# The entry point
+
+
+def build_form(
+    schema: Any,
+    message: str = "",
+    *,
+    header_length: int = 12,
+    max_questions: int = 50,
+    max_options: int | None = None,
+    max_text_length: int | None = None,
+) -> Form:
+    """Convert a ``requestedSchema`` into questions; raise :class:`SchemaError` naming the bad part."""
+    form = _convert(schema, message, header_length, max_questions)
+    _check_sizes(form, schema, message, max_options, max_text_length)
+    return form
+
+
+def _convert(schema: Any, message: str, header_length: int, max_questions: int) -> Form:
+    where = "requestedSchema"
+    if not isinstance(schema, dict):
+        raise SchemaError(f"{where} must be a JSON object, not {_json_type(schema)}")
+    if _is_legacy(schema):
+        field = _parse_property("value", schema, required=True, where=where)
+        title = schema.get("title") if isinstance(schema.get("title"), str) else None
+        header = shorten(title or message or "Question", header_length)
+        question = _question(field, message or title or "Choose", header)
+        own = (title or "") if message else (title or "Choose")
+        return Form(fields=(field,), questions=(question,), texts=(own,), legacy=True)
+
+    if schema.get("type", "object") != "object":
+        raise SchemaError(
+            f"{where} must be an object schema with properties (or a top-level enum), "
+            f"not type {schema.get('type')!r}"
+        )
+    properties = schema.get("properties")
+    if properties is None:
+        raise SchemaError(f"{where} must have properties: one per question")
+    if not isinstance(properties, dict):
+        raise SchemaError(
+            f"{where}.properties must be an object mapping keys to property schemas, "
+            f"not {_json_type(properties)}"
+        )
+    if not properties:
+        raise SchemaError(f"{where}.properties is empty: there is nothing to ask")
+    if len(properties) > max_questions:
+        raise SchemaError(
+            f"{where} has {len(properties)} properties; at most {max_questions} questions may be "
+            "asked at once",
+            code="too_many_questions",
+        )
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(name, str) for name in required):
+        raise SchemaError(f"{where}.required must be a list of property names")
+
+    fields: list[Field] = []
+    questions: list[QuestionInfo] = []
+    texts: list[str] = []
+    for key, prop in properties.items():
+        field = _parse_property(key, prop, required=key in required, where=f"{where}.properties.{key}")
+        title = _text(prop, "title")
+        header = shorten(title or key, header_length)
+        own = text = _text(prop, "description") or title or key
+        if not questions and message.strip():
+            if message.strip() == text.strip():
+                own = ""  # the message already says it
+            else:
+                text = f"{message.strip()}\n\n{text}"
+        fields.append(field)
+        questions.append(_question(field, text, header))
+        texts.append(own)
+    return Form(fields=tuple(fields), questions=tuple(questions), texts=tuple(texts))
+
+
+def _check_sizes(
+    form: Form, schema: dict, message: str, max_options: int | None, max_text_length: int | None
+) -> None:
+    """Refuse what no person could read: too many options, texts longer than the limit."""
+    properties = {"value": schema} if form.legacy else schema["properties"]
+    if max_text_length is not None and len(message) > max_text_length:
+        raise SchemaError(
+            f"message is {len(message)} characters long; at most {max_text_length} are allowed",
+            code="text_too_long",
+        )
+    for field in form.fields:
+        where = "requestedSchema" if form.legacy else f"requestedSchema.properties.{field.key}"
+        if max_options is not None and len(field.options) > max_options:
+            raise SchemaError(
+                f"{where} offers {len(field.options)} options; at most {max_options} are allowed",
+                code="too_many_options",
+            )
+        if max_text_length is None:
+            continue
+        prop = properties[field.key]
+        texts = [
+            ("key", field.key),
+            ("title", _text(prop, "title")),
+            ("description", _text(prop, "description")),
+        ]
+        texts += [(f"option {option.value[:20]!r}", option.label) for option in field.options]
+        texts += [(f"option {option.value[:20]!r}", option.value) for option in field.options]
+        texts += [
+            (f"description of option {option.value[:20]!r}", option.description) for option in field.options
+        ]
+        for what, text in texts:
+            if len(text) > max_text_length:
+                raise SchemaError(
+                    f"{where}: its {what} is {len(text)} characters long; "
+                    f"at most {max_text_length} are allowed",
+                    code="text_too_long",
+                )
+
+
+def shorten(text: str, limit: int) -> str:
+    """Cut ``text`` to ``limit`` characters at a word boundary, marking the cut with ``…``."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    if limit <= 1:
+        return "…"[:limit]
+    cut = text[: limit - 1]
+    boundary = cut.rfind(" ")
+    if text[limit - 1] != " " and boundary >= (limit - 1) // 2:  # a word cut in two reads worse
+        cut = cut[:boundary]
+    return cut.rstrip() + "…"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Properties
+
+
+def _is_legacy(schema: dict) -> bool:
+    if "properties" in schema:
+        return False
+    if "enum" in schema:
+        return True
+    return schema.get("type") == "array" and isinstance(schema.get("items"), dict)
+
+
+def _parse_property(key: str, prop: Any, *, required: bool, where: str) -> Field:
+    if not isinstance(prop, dict):
+        raise SchemaError(f"{where} must be a JSON object (a property schema), not {_json_type(prop)}")
+    prop = _unwrap_optional(prop)
+    base: dict[str, Any] = {"key": key, "required": required}
+
+    if "enum" in prop:
+        options = _enum_options(prop, where)
+        field = Field(kind="choice", options=options, **base)
+    elif (consts := _const_entries(prop)) is not None:
+        options = _const_options(consts, prop, f"{where}.oneOf")
+        field = Field(kind="choice", options=options, **base)
+    elif prop.get("type") == "array" and _choice_items(prop.get("items")):
+        items = prop["items"]
+        if "enum" in items:
+            options = _enum_options(items, f"{where}.items", extra_descriptions=prop)
+        else:
+            entries = _const_entries(items) or []
+            options = _const_options(entries, items, f"{where}.items.anyOf", extra_descriptions=prop)
+        min_items = _count(prop, "minItems", where)
+        max_items = _count(prop, "maxItems", where)
+        if min_items is not None and max_items is not None and min_items > max_items:
+            raise SchemaError(f"{where}.minItems is larger than its maxItems")
+        field = Field(kind="multi", options=options, min_items=min_items, max_items=max_items, **base)
+    elif prop.get("type") == "boolean":
+        field = Field(kind="boolean", **base)
+    elif prop.get("type") in ("integer", "number"):
+        bounds = {name: _bound(prop, alias, where) for name, alias in _BOUNDS}
+        field = Field(kind=prop["type"], **bounds, **base)
+    elif prop.get("type") == "string":
+        min_length = _count(prop, "minLength", where)
+        max_length = _count(prop, "maxLength", where)
+        if min_length is not None and max_length is not None and min_length > max_length:
+            raise SchemaError(f"{where}.minLength is larger than its maxLength")
+        fmt = prop.get("format")
+        fmt = fmt if isinstance(fmt, str) and fmt in STRING_FORMATS else None
+        pattern = _pattern(prop.get("pattern"))
+        field = Field(
+            kind="string", min_length=min_length, max_length=max_length, format=fmt, pattern=pattern, **base
+        )
+    else:
+        field = Field(kind="text", **base)
+
+    if "default" in prop and prop["default"] is not None:
+        default = _checked_default(field, prop["default"])
+        if default is not None:
+            field = field.model_copy(update={"has_default": True, "default": default})
+    return field
+
+
+_BOUNDS = (
+    ("minimum", "minimum"),
+    ("maximum", "maximum"),
+    ("exclusive_minimum", "exclusiveMinimum"),
+    ("exclusive_maximum", "exclusiveMaximum"),
+)
+
+
+def _unwrap_optional(prop: dict) -> dict:
+    """``anyOf: [{type: T, ...}, {type: "null"}]`` (and ``type: [T, "null"]``) is asked as T."""
+    for combiner in ("anyOf", "oneOf"):
+        branches = prop.get(combiner)
+        if not isinstance(branches, list) or len(branches) != 2:
+            continue
+        real = [b for b in branches if not (isinstance(b, dict) and b.get("type") == "null")]
+        if len(real) == 1 and isinstance(real[0], dict):
+            merged = {k: v for k, v in prop.items() if k != combiner}
+            return {**real[0], **merged}
+    kind = prop.get("type")
+    if isinstance(kind, list):
+        real = [t for t in kind if t != "null"]
+        if len(real) == 1:
+            return {**prop, "type": real[0]}
+    return prop
+
+
+def _const_list(entries: Any) -> bool:
+    return (
+        isinstance(entries, list)
+        and bool(entries)
+        and all(isinstance(e, dict) and "const" in e for e in entries)
+    )
+
+
+def _const_entries(schema: dict) -> list | None:
+    """The ``oneOf`` (or ``anyOf``) list of ``{const, title}`` choices, if the schema has one."""
+    for combiner in ("oneOf", "anyOf"):
+        if _const_list(schema.get(combiner)):
+            return schema[combiner]
+    return None
+
+
+def _choice_items(items: Any) -> bool:
+    if not isinstance(items, dict):
+        return False
+    return "enum" in items or _const_entries(items) is not None
+
+
+def _enum_options(schema: dict, where: str, extra_descriptions: dict | None = None) -> tuple[Option, ...]:
+    values = schema["enum"]
+    if not isinstance(values, list) or not values:
+        raise SchemaError(f"{where}.enum must be a non-empty list of choices")
+    if not all(isinstance(v, str) for v in values):
+        raise SchemaError(f"{where}.enum must hold only strings")
+    names = schema.get("enumNames")
+    if names is not None and (
+        not isinstance(names, list) or len(names) != len(values) or not all(isinstance(n, str) for n in names)
+    ):
+        raise SchemaError(f"{where}.enumNames must be a list of strings, one per enum value")
+    labels = names or values
+    return _options(list(zip(values, labels, strict=True)), schema, extra_descriptions, where)
+
+
+def _const_options(
+    entries: list, schema: dict, where: str, extra_descriptions: dict | None = None
+) -> tuple[Option, ...]:
+    pairs = []
+    for entry in entries:
+        value = entry["const"]
+        if not isinstance(value, str):
+            raise SchemaError(f"{where} must hold only string consts, not {_json_type(value)}")
+        title = entry.get("title")
+        pairs.append((value, title if isinstance(title, str) and title else value))
+    return _options(pairs, schema, extra_descriptions, where)
+
+
+def _options(
+    pairs: list[tuple[str, str]], schema: dict, extra_descriptions: dict | None, where: str
+) -> tuple[Option, ...]:
+    descriptions: dict[str, Any] = {}
+    for source in (extra_descriptions, schema):
+        found = (source or {}).get("x-option-descriptions")
+        if isinstance(found, dict):
+            descriptions.update(found)
+    options: list[Option] = []
+    seen_values: set[str] = set()
+    seen_labels: set[str] = set()
+    for value, label in pairs:
+        if value in seen_values:
+            raise SchemaError(f"{where} lists the choice {value!r} twice")
+        seen_values.add(value)
+        if label in seen_labels:  # two options must never share a label
+            label = f"{label} ({value})"
+        seen_labels.add(label)
+        description = descriptions.get(value, descriptions.get(label, ""))
+        options.append(
+            Option(value=value, label=label, description=description if isinstance(description, str) else "")
+        )
+    return tuple(options)
+
+
+def _count(prop: dict, name: str, where: str) -> int | None:
+    value = prop.get(name)
+    if value is None:
+        return None
+    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if isinstance(value, bool) or not whole or value < 0:
+        raise SchemaError(f"{where}.{name} must be a non-negative whole number")
+    return int(value)
+
+
+def _bound(prop: dict, name: str, where: str) -> float | None:
+    value = prop.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
+        raise SchemaError(f"{where}.{name} must be a finite number")
+    return value
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
+
+
+def _pattern(pattern: Any) -> str | None:
+    """Patterns are ECMA-262 regexes; one Python cannot compile is not checked rather than refused."""
+    if not isinstance(pattern, str):
+        return None
+    try:
+        re.compile(pattern)
+    except re.error:
+        return None
+    return pattern
+
+
+def _checked_default(field: Field, default: Any) -> Any:
+    """The default as the content would carry it, or None when it does not fit the property."""
+    try:
+        return check_value(field, default)
+    except ValueProblem:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------------
+# What the person sees
+
+
+def _question(field: Field, text: str, header: str) -> QuestionInfo:
+    if words := hints(field):
+        text = f"{text} ({'; '.join(words)})"
+    if field.kind in ("choice", "multi"):
+        options = [QuestionOption(label=o.label, description=o.description) for o in field.options]
+    elif field.kind == "boolean":
+        options = [QuestionOption(label=label) for label in BOOLEAN_LABELS]
+    else:
+        options = []
+    closed = field.kind in ("choice", "multi", "boolean")
+    return QuestionInfo(
+        question=text,
+        header=header,
+        options=options,
+        multiple=True if field.kind == "multi" else None,
+        custom=False if closed else None,
+    )
+
+
+def hints(field: Field) -> list[str]:
+    """What the question's text adds in parentheses: the kind, range, format, count, default."""
+    hints: list[str] = []
+    if field.kind in ("integer", "number"):
+        what = "a whole number" if field.kind == "integer" else "a number"
+        hints.append(" ".join([what, *_range_words(field)]))
+    elif field.kind == "string":
+        if field.format:
+            hints.append(STRING_FORMATS[field.format])
+        if field.min_length is not None and field.max_length is not None:
+            hints.append(f"{field.min_length}–{field.max_length} characters")
+        elif field.min_length:
+            hints.append(f"at least {field.min_length} character{'s' * (field.min_length != 1)}")
+        elif field.max_length is not None:
+            hints.append(f"at most {field.max_length} characters")
+    elif field.kind == "multi":
+        low, high = field.min_items, field.max_items
+        if low and high is not None:
+            hints.append(f"choose {low}" if low == high else f"choose {low} to {high}")
+        elif low:
+            hints.append(f"choose at least {low}")
+        elif high is not None:
+            hints.append(f"choose at most {high}")
+    if field.has_default:
+        hints.append(f"default: {describe_value(field, field.default)}")
+    return hints
+
+
+def _range_words(field: Field) -> list[str]:
+    def num(value: float) -> str:
+        return str(int(value)) if float(value).is_integer() else str(value)
+
+    if field.minimum is not None and field.maximum is not None:
+        return [f"from {num(field.minimum)} to {num(field.maximum)}"]
+    words = []
+    if field.minimum is not None:
+        words.append(f"at least {num(field.minimum)}")
+    if field.exclusive_minimum is not None:
+        words.append(f"greater than {num(field.exclusive_minimum)}")
+    if field.maximum is not None:
+        words.append(f"at most {num(field.maximum)}")
+    if field.exclusive_maximum is not None:
+        words.append(f"less than {num(field.exclusive_maximum)}")
+    return [", ".join(words)] if words else []
+
+
+def _text(prop: Any, name: str) -> str:
+    value = prop.get(name) if isinstance(prop, dict) else None
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    if isinstance(prop, dict):  # an optional property keeps its words on the non-null branch
+        unwrapped = _unwrap_optional(prop)
+        if unwrapped is not prop:
+            return _text(unwrapped, name)
+    return ""
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "an object"

@@ -1,0 +1,409 @@
+"""The service: asks elicitations, finishes them (reply, reject, withdraw, timeout, shutdown).
+
+Routes call this; it calls the pure conversion (:mod:`.conversion`) and the
+:class:`~elicitation_gateway.stores.base.Store`. Nothing here knows HTTP.
+"""
+
+import asyncio
+import contextlib
+import functools
+import json
+import logging
+import posixpath
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from elicitation_gateway import events, ids
+from elicitation_gateway.conversion.answers import answers_to_content
+from elicitation_gateway.conversion.schema import SOFT_QUESTION_LIMIT, Form, SchemaError, build_form
+from elicitation_gateway.conversion.sensitive import sensitive_property
+from elicitation_gateway.metrics import Metrics
+from elicitation_gateway.models import QuestionRequest, QuestionTool
+from elicitation_gateway.settings import Settings
+from elicitation_gateway.stores import make_store
+from elicitation_gateway.stores.base import Record, Status, Store, StoreUnavailable, Subscription
+
+logger = logging.getLogger(__name__)
+
+ACCEPT, DECLINE, CANCEL = "accept", "decline", "cancel"
+FORM_CACHE_SIZE = 256
+
+
+class NotFound(LookupError):
+    """No pending (or, where it matters, no finished) record with this id."""
+
+
+class AlreadyFinished(Exception):
+    def __init__(self, record: Record) -> None:
+        super().__init__(f"{record.id} is already {record.status}")
+        self.record = record
+
+
+class ShuttingDown(Exception):
+    """The gateway is stopping and takes no new questions."""
+
+
+class LimitExceeded(Exception):
+    """Too many questions pending; the tool may ask again once some are answered."""
+
+
+class TooManySubscribers(Exception):
+    """As many event streams are open as the gateway serves (``GATEWAY_MAX_SUBSCRIBERS``)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"{limit} event streams are open, the most the gateway serves (GATEWAY_MAX_SUBSCRIBERS)"
+        )
+
+
+@dataclass(frozen=True)
+class AskOptions:
+    session_id: str | None = None
+    directory: str | None = None
+    tool: QuestionTool | None = None
+    timeout: float | None = None
+
+
+def normalize_directory(directory: str | None) -> str | None:
+    """Directories compare as paths: ``/a/b/`` and ``/a/b`` are the same project."""
+    if not directory or not directory.strip():
+        return None
+    directory = directory.strip()
+    return (
+        posixpath.normpath(directory) if directory.startswith("/") else directory.rstrip("/\\") or directory
+    )
+
+
+class Gateway:
+    def __init__(self, settings: Settings, store: Store | None = None) -> None:
+        self.settings = settings
+        self.store = store or make_store(settings)
+        self.default_directory = normalize_directory(settings.directory) or settings.directory
+        self.metrics = Metrics()
+        self.subscribers = 0
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._cached_form = functools.lru_cache(maxsize=FORM_CACHE_SIZE)(self._shared_form)
+        self._plain_form = functools.lru_cache(maxsize=FORM_CACHE_SIZE)(
+            lambda key: self._convert(json.loads(key), "")
+        )
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._closing = False
+        self._waiting: set[str] = set()  # questions whose tool waits on this process (``POST /elicit``)
+        self._watcher: asyncio.Task[None] | None = None
+        self.default_session_id = settings.session_id
+        """``sessionID`` of questions whose tool names none; the OpenCode bridge sets a real session's."""
+
+    async def start(self) -> None:
+        await self.store.start()
+        if self.store.shared:
+            self._watcher = asyncio.get_running_loop().create_task(self._watch_shared_questions())
+
+    async def shutdown(self) -> None:
+        """Give every pending tool ``cancel`` (answerers see ``question.rejected``), then end streams."""
+        if self._closing:
+            return
+        self._closing = True
+        if self._watcher is not None:
+            self._watcher.cancel()
+        try:
+            # A shared store's questions outlive this process; only tools waiting on it need an answer.
+            ids_ = list(self._waiting) if self.store.shared else [r.id for r in await self.store.pending()]
+            for request_id in ids_:
+                await self._finish(request_id, "cancelled", {"action": CANCEL}, reason="shutdown")
+        except StoreUnavailable as error:
+            logger.warning("shutdown could not finish pending questions: %s", error)
+        await self.store.close()
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+
+    @property
+    def closing(self) -> bool:
+        return self._closing
+
+    async def healthy(self) -> bool:
+        return await self.store.healthy()
+
+    async def count_pending(self) -> int:
+        return await self.store.count_pending()
+
+    async def knows(self, request_id: str) -> bool:
+        """Whether this gateway asked ``request_id`` (pending, or finished and still kept)."""
+        return await self.store.get(request_id) is not None
+
+    # ---------------------------------------------------------------------------------------------
+    # Event streams
+
+    async def subscribe(self, last_event_id: str | None = None) -> Subscription:
+        """Admit one event stream; :meth:`unsubscribe` gives its place back.
+
+        Raises :class:`StoreUnavailable` (the client retries) or :class:`TooManySubscribers`.
+        """
+        if not await self.store.healthy():
+            raise StoreUnavailable("the question store is unreachable; reconnect shortly")
+        limit = self.settings.max_subscribers
+        if self.subscribers >= limit:
+            raise TooManySubscribers(limit)
+        # Counted with no await between the check and the count, so that streams opening at once
+        # cannot overshoot the limit.
+        self.subscribers += 1
+        self.metrics.subscribers.inc()
+        try:
+            return await self.store.subscribe(last_event_id)
+        except BaseException:
+            self._release_subscriber()
+            raise
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        subscription.close()
+        self._release_subscriber()
+
+    def _release_subscriber(self) -> None:
+        self.subscribers -= 1
+        self.metrics.subscribers.dec()
+
+    # ---------------------------------------------------------------------------------------------
+    # Tool side
+
+    async def ask(self, message: str, schema: Any, options: AskOptions = AskOptions()) -> Record:
+        """Create a pending record; raises :class:`.SchemaError` for a schema it cannot ask."""
+        if self._closing:
+            raise ShuttingDown("the gateway is shutting down")
+        form = self._form(schema, message)
+        session_id = options.session_id or self.default_session_id
+        await self._check_room(session_id)
+        request = QuestionRequest(
+            id=ids.question_id(),
+            sessionID=session_id,
+            questions=list(form.questions),
+            tool=options.tool,
+        )
+        if len(form.fields) > SOFT_QUESTION_LIMIT:
+            logger.warning(
+                "elicitation %s asks %d questions; more than %d are hard to answer well",
+                request.id,
+                len(form.fields),
+                SOFT_QUESTION_LIMIT,
+            )
+        timeout = min(options.timeout or self.settings.timeout, self.settings.max_timeout)
+        now = time.time()
+        record = Record(
+            request=request,
+            form=form,
+            message=message,
+            directory=normalize_directory(options.directory),
+            created_at=now,
+            expires_at=now + timeout,
+        )
+        await self.store.add(record)
+        self.metrics.asked.inc()
+        self._schedule_expiry(record.id, timeout)
+        logger.debug("elicitation %s asked: %d questions", record.id, len(form.fields))
+        return record
+
+    async def _check_room(self, session_id: str) -> None:
+        limit = self.settings.max_pending
+        if await self.store.count_pending() >= limit:
+            raise LimitExceeded(
+                f"{limit} questions are pending, the most the gateway keeps (GATEWAY_MAX_PENDING)"
+            )
+        limit = self.settings.max_pending_per_session
+        if await self.store.count_pending(session_id) >= limit:
+            raise LimitExceeded(
+                f"session {session_id} has {limit} questions pending, the most one session may have "
+                "(GATEWAY_MAX_PENDING_PER_SESSION)"
+            )
+
+    def _form(self, schema: Any, message: str) -> Form:
+        """Tools ask the same schema again and again: each (schema, message) is converted (and
+        checked) once.
+
+        Forms are immutable, so records share them. The key is the schema's JSON in its own order
+        (property order is question order)."""
+        try:
+            key = json.dumps(schema, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError):
+            key = None
+        if key is None:
+            return self._convert(schema, message)
+        return self._cached_form(key, message)
+
+    def _shared_form(self, key: str, message: str) -> Form:
+        """Forms of one schema differ only where the message shows (the first question): the parts
+        equal to the schema's form without a message are that form's own objects, kept once."""
+        form, plain = self._convert(json.loads(key), message), self._plain_form(key)
+        questions = tuple(
+            theirs if mine == theirs else mine
+            for mine, theirs in zip(form.questions, plain.questions, strict=True)
+        )
+        fields = plain.fields if form.fields == plain.fields else form.fields
+        return form.model_copy(update={"fields": fields, "questions": questions})
+
+    def _convert(self, schema: Any, message: str) -> Form:
+        """The form for ``schema``; raises SchemaError for one it cannot (or may not) ask."""
+        settings = self.settings
+        form = build_form(
+            schema,
+            message,
+            header_length=settings.header_length,
+            max_questions=settings.max_questions,
+            max_options=settings.max_options,
+            max_text_length=settings.max_text_length,
+        )
+        if not settings.allow_sensitive and (found := sensitive_property(schema)):
+            key, what = found
+            raise SchemaError(
+                f"requestedSchema.properties.{key} looks like it asks for {what}; MCP forbids asking for "
+                "secrets in form mode (GATEWAY_ALLOW_SENSITIVE=true allows it)",
+                code="sensitive_question",
+            )
+        return form
+
+    async def result(self, request_id: str, wait: float | None = None) -> Record:
+        record = await self.store.get(request_id)
+        if record is None:
+            raise NotFound(request_id)
+        if record.pending and wait:
+            record = await self.store.wait(request_id, min(wait, self.settings.max_timeout)) or record
+        return record
+
+    @contextlib.contextmanager
+    def tool_waiting(self, request_id: str) -> Iterator[None]:
+        """A tool waits on this process for the answer: shutdown gives it ``cancel``."""
+        self._waiting.add(request_id)
+        try:
+            yield
+        finally:
+            self._waiting.discard(request_id)
+
+    async def withdraw(self, request_id: str) -> Record:
+        """The tool no longer wants an answer: ``cancelled``, and answerers see ``question.rejected``."""
+        finished = await self._finish(request_id, "cancelled", {"action": CANCEL}, reason="withdrawn")
+        if finished is not None:
+            return finished
+        record = await self.store.get(request_id)
+        if record is None:
+            raise NotFound(request_id)
+        raise AlreadyFinished(record)
+
+    # ---------------------------------------------------------------------------------------------
+    # Answerer side
+
+    async def pending_json(self, directory: str | None = None) -> bytes:
+        """``GET /question``'s body: each request's JSON was encoded once, when it was asked."""
+        directory = normalize_directory(directory)
+        return (
+            "["
+            + ",".join(
+                record.request.wire_json
+                for record in await self.store.pending()
+                if directory is None or record.directory is None or record.directory == directory
+            )
+            + "]"
+        ).encode()
+
+    async def pending_record(self, request_id: str) -> Record:
+        record = await self.store.get(request_id)
+        if record is None or not record.pending:
+            raise NotFound(request_id)
+        return record
+
+    async def reply(self, request_id: str, answers: list[list[str]]) -> Record:
+        """Accept with typed content; raises :class:`.AnswerError` when answers do not fit."""
+        record = await self.pending_record(request_id)
+        content = answers_to_content(record.form, answers)
+        result = {"action": ACCEPT, "content": content}
+        finished = await self._finish(request_id, "answered", result, answers=answers, reason="answered")
+        if finished is None:  # another answerer got there first
+            raise NotFound(request_id)
+        return finished
+
+    async def reject(self, request_id: str, action: str = CANCEL) -> Record:
+        status: Status = "declined" if action == DECLINE else "cancelled"
+        finished = await self._finish(request_id, status, {"action": action}, reason="rejected")
+        if finished is None:
+            raise NotFound(request_id)
+        return finished
+
+    # ---------------------------------------------------------------------------------------------
+
+    async def _finish(
+        self,
+        request_id: str,
+        status: Status,
+        result: dict[str, Any],
+        *,
+        answers: list[list[str]] | None = None,
+        reason: str,
+    ) -> Record | None:
+        record = await self.store.finish(request_id, status, result, answers)
+        if record is None:
+            return None
+        timer = self._timers.pop(request_id, None)
+        if timer is not None:
+            timer.cancel()
+        duration = (record.finished_at or record.created_at) - record.created_at
+        self.metrics.finished.labels(status).inc()
+        if status == "answered":
+            self.metrics.time_to_answer.observe(duration)
+        logger.info(
+            "elicitation %s %s (%s) after %.1f s",
+            request_id,
+            status,
+            reason,
+            duration,
+            extra={"elicitation": request_id, "outcome": status, "duration": round(duration, 3)},
+        )
+        return record
+
+    def _schedule_expiry(self, request_id: str, delay: float) -> None:
+        if (timer := self._timers.pop(request_id, None)) is not None:
+            timer.cancel()
+        self._timers[request_id] = asyncio.get_running_loop().call_later(
+            max(delay, 0), self._spawn_expiry, request_id
+        )
+
+    def _spawn_expiry(self, request_id: str) -> None:
+        self._timers.pop(request_id, None)
+        task = asyncio.get_running_loop().create_task(self._expire(request_id))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _expire(self, request_id: str) -> None:
+        try:
+            await self._finish(request_id, "expired", {"action": CANCEL}, reason="timed out")
+        except StoreUnavailable as error:  # a shared store's replicas expire it once it is back
+            logger.warning("elicitation %s could not expire now: %s", request_id, error)
+
+    async def _watch_shared_questions(self) -> None:
+        """With a shared store, every replica keeps a timer for every pending question, so a timeout
+        fires even when the replica that asked is gone; the store lets only the first one finish it.
+
+        Subscribing announces every pending question (also after Redis comes back); then each new one
+        is announced as it is asked.
+        """
+        while not self._closing:
+            try:
+                subscription = await self.store.subscribe()
+                try:
+                    for event in subscription.backlog:
+                        await self._adopt(event)
+                    async for event in subscription:
+                        await self._adopt(event)
+                finally:
+                    subscription.close()
+            except StoreUnavailable:
+                pass
+            await asyncio.sleep(1)
+
+    async def _adopt(self, event: events.Event) -> None:
+        if event.type in (events.REPLIED, events.REJECTED):
+            if (timer := self._timers.pop(event.properties["requestID"], None)) is not None:
+                timer.cancel()
+            return
+        if event.type == events.ASKED and event.properties["id"] not in self._timers:
+            record = await self.store.get(event.properties["id"])
+            if record is not None and record.pending:
+                self._schedule_expiry(record.id, record.expires_at - time.time())

@@ -1,0 +1,102 @@
+"""The ASGI application: ``create_app(settings)``.
+
+Served by ``elicitation-gateway``, or by any ASGI server:
+``uvicorn --factory elicitation_gateway.server.app:create_app``.
+"""
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from elicitation_gateway.gateway import Gateway
+from elicitation_gateway.server.mcp_endpoint import McpEndpoint
+from elicitation_gateway.server.routes import routes
+from elicitation_gateway.server.security import AccessControl
+from elicitation_gateway.settings import Settings
+from elicitation_gateway.stores.base import StoreUnavailable
+
+logger = logging.getLogger(__name__)
+
+
+async def _http_error(request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, HTTPException)
+    code = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "http_error")
+    return JSONResponse(
+        {"error": code, "message": f"{request.method} {request.url.path}: {error.detail}"},
+        status_code=error.status_code,
+        headers=error.headers,
+    )
+
+
+async def _server_error(request: Request, error: Exception) -> JSONResponse:
+    logger.exception("unexpected error on %s %s", request.method, request.url.path)
+    return JSONResponse({"error": "internal", "message": "unexpected error; see the server log"}, 500)
+
+
+LOCAL_ORIGINS = r"https?://(localhost|127\.0\.0\.1|\[::1\])(:[0-9]+)?"
+
+
+def cors(settings: Settings) -> Middleware:
+    """As OpenCode allows: local pages on any port, plus configured origins; ``*`` never with credentials."""
+    wildcard = "*" in settings.cors_origins
+    return Middleware(
+        CORSMiddleware,
+        allow_origins=settings.cors_origins,
+        allow_origin_regex=LOCAL_ORIGINS,
+        allow_credentials=not wildcard,
+        allow_methods=["GET", "POST", "DELETE"],
+        allow_headers=["Authorization", "Content-Type", "Last-Event-ID", "x-opencode-directory"],
+        expose_headers=["Location"],
+        max_age=600,
+    )
+
+
+async def _store_unavailable(request: Request, error: Exception) -> JSONResponse:
+    return JSONResponse(
+        {"error": "store_unavailable", "message": str(error)}, status_code=503, headers={"Retry-After": "1"}
+    )
+
+
+def create_app(settings: Settings | None = None, gateway: Gateway | None = None) -> Starlette:
+    settings = settings or Settings()
+    gateway = gateway or Gateway(settings)
+    mcp = McpEndpoint(gateway, settings)
+    middleware = [cors(settings), Middleware(AccessControl, settings=settings)]
+    bridge = None
+    if settings.opencode_url:  # bridge mode: decided here, so that without it nothing changes
+        from elicitation_gateway.server.bridge import Bridge
+
+        bridge = Bridge(gateway, settings)
+        middleware.insert(0, bridge.middleware())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await gateway.start()
+        # The MCP server's sessions end after the gateway's questions, the bridge's upstream after both.
+        async with bridge.running() if bridge else contextlib.nullcontext(), mcp.running():
+            try:
+                yield
+            finally:
+                await gateway.shutdown()
+
+    app = Starlette(
+        routes=[*(bridge.routes if bridge else ()), *routes, *mcp.routes],
+        middleware=middleware,
+        lifespan=lifespan,
+        exception_handlers={
+            HTTPException: _http_error,
+            StoreUnavailable: _store_unavailable,
+            Exception: _server_error,
+        },
+    )
+    app.state.gateway = gateway
+    app.state.settings = settings
+    app.state.bridge = bridge
+    return app

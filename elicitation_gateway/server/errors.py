@@ -1,0 +1,72 @@
+"""Error bodies on the wire: the tool side's ``{error, message}``, OpenCode's shapes on the answerer
+side, and JSON-RPC errors for ``elicitation/create`` envelopes; each built from its model in
+:mod:`.schemas` (or the MCP SDK's, for JSON-RPC)."""
+
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from mcp_types.jsonrpc import INVALID_PARAMS, ErrorData, JSONRPCError
+from starlette.responses import JSONResponse
+
+from elicitation_gateway.conversion.answers import Issue
+from elicitation_gateway.server.schemas import (
+    BadRequest,
+    BadRequestData,
+    GatewayError,
+    QuestionNotFoundError,
+    json_response,
+)
+from elicitation_gateway.stores.base import Status
+
+
+class ToolError(Exception):
+    """A tool's request the gateway refuses; nothing was asked."""
+
+    def __init__(self, status: int, code: str, message: str, jsonrpc_code: int = INVALID_PARAMS) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.jsonrpc_code = jsonrpc_code
+
+    def response(self) -> JSONResponse:
+        return tool_error(self.status, self.code, self.message)
+
+
+class PayloadError(Exception):
+    """An answerer's request the gateway refuses (OpenCode's ``BadRequest``)."""
+
+    def __init__(self, message: str, kind: Literal["Params", "Payload"] = "Payload", status: int = 400):
+        super().__init__(message)
+        self.message = message
+        self.kind = kind
+        self.status = status
+
+    def response(self) -> JSONResponse:
+        return bad_request(self.message, self.kind, status=self.status)
+
+
+def tool_error(http_status: int, code: str, message: str, status: Status | None = None) -> JSONResponse:
+    """``status``: how an elicitation already finished, for a 409."""
+    return json_response(GatewayError(error=code, message=message, status=status), http_status)
+
+
+def bad_request(
+    message: str,
+    kind: Literal["Params", "Payload"],
+    issues: Iterable[Issue] | None = None,
+    status: int = 400,
+) -> JSONResponse:
+    data = BadRequestData(message=message, kind=kind, issues=None if issues is None else list(issues))
+    return json_response(BadRequest(data=data), status)
+
+
+def question_not_found(request_id: str) -> JSONResponse:
+    body = QuestionNotFoundError(requestID=request_id, message=f"Question request not found: {request_id}")
+    return json_response(body, 404)
+
+
+def jsonrpc_error(request_id: Any, code: int, message: str) -> JSONResponse:
+    """Not ``json_response``: JSON-RPC wants ``"id": null`` when the id is unknown, and no ``data``."""
+    body = JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
+    return JSONResponse(body.model_dump(mode="json", exclude={"error": {"data"}}))

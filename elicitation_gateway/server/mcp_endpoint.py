@@ -1,0 +1,227 @@
+"""The gateway as an MCP server: a ``question`` tool over Streamable HTTP at ``/mcp``.
+
+The tool takes the input of OpenCode's own question tool, so an agent that knows that tool knows
+this one. Its questions become a ``requestedSchema`` and are asked through the same pipeline as
+``POST /elicit`` (:meth:`.Gateway.ask`, then the record's result): answerers see one
+``question.asked`` and answer it as any other. ``?sessionID=`` and ``?directory=`` on the ``/mcp``
+URL (or the ``x-opencode-directory`` header) say whose questions they are.
+"""
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Iterator
+from typing import Annotated, Any, Literal
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field, field_validator
+from starlette.routing import BaseRoute
+
+from elicitation_gateway import __version__
+from elicitation_gateway.conversion.schema import SchemaError
+from elicitation_gateway.gateway import (
+    CANCEL,
+    AlreadyFinished,
+    AskOptions,
+    Gateway,
+    LimitExceeded,
+    NotFound,
+    ShuttingDown,
+)
+from elicitation_gateway.settings import Settings
+from elicitation_gateway.stores.base import StoreUnavailable
+
+PATH = "/mcp"
+
+DESCRIPTION = """Ask the person watching the Elicitation Gateway one or more questions, and wait for \
+the answers. Use it to gather preferences, clarify ambiguous instructions, or get decisions on choices \
+as you work. Each question has a very short header and the complete question; with options, the \
+person chooses one of them (or several, with multiple: true), named by label; without options, the \
+person types the answer. The result lists one answer per question, in order."""
+
+
+class QuestionOptionInput(BaseModel):
+    label: str = Field(min_length=1, description="Display text (1-5 words, concise)")
+    description: str = Field("", description="Explanation of choice")
+
+
+class QuestionInput(BaseModel):
+    question: str = Field(min_length=1, description="Complete question")
+    header: str = Field(min_length=1, description="Very short label (max 30 chars)")
+    options: list[QuestionOptionInput] = Field(
+        default_factory=list, description="Available choices; none for a free-text answer"
+    )
+    multiple: bool = Field(False, description="Allow selecting multiple choices")
+
+    @field_validator("options")
+    @classmethod
+    def _distinct_labels(cls, options: list[QuestionOptionInput]) -> list[QuestionOptionInput]:
+        """Answers name options by label, so two options must never share one."""
+        seen: set[str] = set()
+        for option in options:
+            if option.label in seen:
+                raise ValueError(f"the option label {option.label!r} is given twice; labels must differ")
+            seen.add(option.label)
+        return options
+
+
+class QuestionAnswers(BaseModel):
+    """What the tool returns as structured content."""
+
+    action: Literal["accept", "decline", "cancel"] = Field(
+        description="accept: the person answered; decline: the person refused; cancel: dismissed or timed out"
+    )
+    answers: list[list[str]] = Field(
+        description="One list per question, in order: the chosen labels, or the typed text; [] if unanswered"
+    )
+
+
+def questions_schema(questions: list[QuestionInput]) -> dict[str, Any]:
+    """The ``requestedSchema`` that asks ``questions``: one optional property per question."""
+    properties: dict[str, Any] = {}
+    for index, question in enumerate(questions):
+        prop: dict[str, Any] = {"title": question.header, "description": question.question}
+        if question.options:
+            choices = [{"const": option.label, "title": option.label} for option in question.options]
+            descriptions = {o.label: o.description for o in question.options if o.description}
+            if descriptions:
+                prop["x-option-descriptions"] = descriptions
+            if question.multiple:
+                prop |= {"type": "array", "items": {"anyOf": choices}, "uniqueItems": True}
+            else:
+                prop |= {"type": "string", "oneOf": choices}
+        else:
+            prop["type"] = "string"
+        properties[f"q{index}"] = prop
+    return {"type": "object", "properties": properties}
+
+
+def answers_of(count: int, result: dict[str, Any]) -> list[list[str]]:
+    """The answers, one list per question, from the content of an accepted result."""
+    content = result.get("content") or {}
+    answers: list[list[str]] = []
+    for index in range(count):
+        value = content.get(f"q{index}")
+        if value is None:
+            answers.append([])
+        elif isinstance(value, list):
+            answers.append([str(item) for item in value])
+        else:
+            answers.append([str(value)])
+    return answers
+
+
+def summary(questions: list[QuestionInput], outcome: QuestionAnswers) -> str:
+    """What the agent reads, worded as OpenCode's own question tool words it."""
+    if outcome.action == "decline":
+        return "The user declined to answer the questions."
+    if outcome.action == "cancel":
+        return "The user dismissed the questions without answering (or they timed out)."
+    pairs = ", ".join(
+        f'"{question.question}"="{", ".join(answer) if answer else "Unanswered"}"'
+        for question, answer in zip(questions, outcome.answers, strict=True)
+    )
+    return f"User has answered your questions: {pairs}. You can now continue with the user's answers in mind."
+
+
+class McpEndpoint:
+    """The MCP server of one gateway: its routes, and the session manager its lifespan runs."""
+
+    def __init__(self, gateway: Gateway, settings: Settings) -> None:
+        self.gateway = gateway
+        with _logging_left_alone():
+            self.server = MCPServer(
+                "elicitation-gateway",
+                title="Elicitation Gateway",
+                version=__version__,
+                instructions="Ask the person watching the gateway questions with the question tool.",
+            )
+        self.server.add_tool(
+            self.question,
+            name="question",
+            title="Ask the person",
+            description=DESCRIPTION,
+            annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=True),
+        )
+        app = self.server.streamable_http_app(
+            streamable_http_path=PATH,
+            stateless_http=True,
+            max_request_body_size=settings.max_body_size,
+            host=settings.host,
+        )
+        self.routes: list[BaseRoute] = list(app.routes)
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        async with self.server.session_manager.run():
+            yield
+
+    async def question(
+        self,
+        questions: Annotated[list[QuestionInput], Field(min_length=1, description="Questions to ask")],
+        ctx: Context,
+    ) -> Annotated[CallToolResult, QuestionAnswers]:
+        options = _ask_options(ctx)
+        try:
+            record = await self.gateway.ask("", questions_schema(questions), options)
+        except SchemaError as error:
+            raise ToolError(error.message) from None
+        except (LimitExceeded, ShuttingDown, StoreUnavailable) as error:
+            raise ToolError(str(error)) from None
+        finished = False
+        try:
+            with self.gateway.tool_waiting(record.id):  # a stopping gateway gives this agent cancel
+                result = await self._final_result(record.id)
+            finished = True
+        except StoreUnavailable as error:
+            raise ToolError(str(error)) from None
+        finally:
+            if not finished:  # the agent went away: nobody is left to read the answer
+                with (
+                    anyio.CancelScope(shield=True),
+                    contextlib.suppress(NotFound, AlreadyFinished, StoreUnavailable),
+                ):
+                    await self.gateway.withdraw(record.id)
+        action = result.get("action", CANCEL)
+        answers = answers_of(len(questions), result) if action == "accept" else []
+        outcome = QuestionAnswers(action=action, answers=answers)
+        return CallToolResult(
+            content=[TextContent(type="text", text=summary(questions, outcome))],
+            structured_content=outcome.model_dump(mode="json"),
+        )
+
+    async def _final_result(self, request_id: str) -> dict[str, Any]:
+        while True:
+            try:
+                record = await self.gateway.result(request_id, wait=self.gateway.settings.max_timeout)
+            except NotFound:  # forgotten after its retention period
+                return {"action": CANCEL}
+            if record.result is not None:
+                return record.result
+
+
+@contextlib.contextmanager
+def _logging_left_alone() -> Iterator[None]:
+    """``MCPServer()`` configures the root logger when nothing has yet; the service configures its own."""
+    root = logging.getLogger()
+    placeholder = logging.NullHandler()
+    if not root.handlers:
+        root.addHandler(placeholder)
+    try:
+        yield
+    finally:
+        root.removeHandler(placeholder)
+
+
+def _ask_options(ctx: Context) -> AskOptions:
+    """The session and directory named on the ``/mcp`` URL (or the OpenCode directory header)."""
+    request = getattr(ctx.request_context, "request", None)
+    query = getattr(request, "query_params", None) or {}
+    headers = getattr(request, "headers", None) or {}
+    session_id = query.get("sessionID")
+    if session_id is not None and not session_id.startswith("ses"):
+        raise ToolError("sessionID on the /mcp URL must start with 'ses'")
+    directory = query.get("directory") or headers.get("x-opencode-directory")
+    return AskOptions(session_id=session_id, directory=directory)

@@ -1,0 +1,207 @@
+"""The tool side: ``POST /elicit`` (ask and wait) and the asynchronous ``/elicitations`` form."""
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+from mcp.types import ElicitResult
+from mcp_types.jsonrpc import PARSE_ERROR
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from elicitation_gateway.conversion.schema import SchemaError
+from elicitation_gateway.gateway import (
+    CANCEL,
+    AlreadyFinished,
+    Gateway,
+    LimitExceeded,
+    NotFound,
+    ShuttingDown,
+)
+from elicitation_gateway.server.errors import ToolError, jsonrpc_error, tool_error
+from elicitation_gateway.server.routes.parsing import (
+    BodyTooLarge,
+    InvalidJson,
+    JsonRpcError,
+    parse_form_params,
+    parse_json,
+    parse_options,
+    parse_seconds,
+    read_body,
+    unwrap_jsonrpc,
+)
+from elicitation_gateway.server.schemas import ElicitationStatus, JSONRPCElicitResponse, json_response
+from elicitation_gateway.stores.base import Record
+
+T = TypeVar("T")
+
+
+def _gateway(request: Request) -> Gateway:
+    return request.app.state.gateway
+
+
+async def elicit(request: Request) -> Response:
+    """Ask and wait for the result; a client that goes away withdraws its question."""
+    gateway = _gateway(request)
+    try:
+        body = parse_json(await read_body(request, gateway.settings.max_body_size))
+    except InvalidJson as error:
+        if b'"jsonrpc"' in error.raw:
+            return jsonrpc_error(None, PARSE_ERROR, error.reason)
+        return tool_error(400, "invalid_json", error.reason)
+    except BodyTooLarge:
+        return _too_large(gateway)
+
+    try:
+        is_rpc, rpc_id, params = unwrap_jsonrpc(body)
+    except JsonRpcError as error:
+        return jsonrpc_error(error.request_id, error.code, error.message)
+
+    try:
+        record = await _ask(request, gateway, params)
+    except ToolError as error:
+        if is_rpc:
+            return jsonrpc_error(rpc_id, error.jsonrpc_code, error.message)
+        return error.response()
+
+    with gateway.tool_waiting(record.id):
+        result = await _until_disconnect(request, _final_result(gateway, record.id))
+    if result is None:  # the tool went away: nobody is left to answer
+        await _withdraw_quietly(gateway, record.id)
+        return Response(status_code=499)
+    if is_rpc:
+        return json_response(JSONRPCElicitResponse(jsonrpc="2.0", id=rpc_id, result=result))
+    return json_response(result)
+
+
+async def create(request: Request) -> Response:
+    gateway = _gateway(request)
+    try:
+        body = parse_json(await read_body(request, gateway.settings.max_body_size))
+        _, _, params = unwrap_jsonrpc(body)
+        record = await _ask(request, gateway, params)
+    except InvalidJson as error:
+        return tool_error(400, "invalid_json", error.reason)
+    except JsonRpcError as error:
+        return tool_error(400, "invalid_request", error.message)
+    except BodyTooLarge:
+        return _too_large(gateway)
+    except ToolError as error:
+        return error.response()
+    location = f"/elicitations/{record.id}"
+    return json_response(_status_body(record), 201, {"Location": location})
+
+
+async def read(request: Request) -> Response:
+    gateway = _gateway(request)
+    request_id = request.path_params["id"]
+    try:
+        wait = parse_seconds(request.query_params.get("wait"), "wait")
+    except ToolError as error:
+        return error.response()
+    try:
+        if wait:
+            record = await _until_disconnect(request, gateway.result(request_id, wait))
+            if record is None:
+                return Response(status_code=499)
+        else:
+            record = await gateway.result(request_id)
+    except NotFound:
+        return _not_found(request_id)
+    return json_response(_status_body(record))
+
+
+async def withdraw(request: Request) -> Response:
+    request_id = request.path_params["id"]
+    try:
+        record = await _gateway(request).withdraw(request_id)
+    except NotFound:
+        return _not_found(request_id)
+    except AlreadyFinished as finished:
+        return tool_error(
+            409,
+            "already_finished",
+            f"elicitation {request_id} is already {finished.record.status}",
+            status=finished.record.status,
+        )
+    return json_response(_status_body(record))
+
+
+routes = [
+    Route("/elicit", elicit, methods=["POST"]),
+    Route("/elicitations", create, methods=["POST"]),
+    Route("/elicitations/{id}", read, methods=["GET"]),
+    Route("/elicitations/{id}", withdraw, methods=["DELETE"]),
+]
+
+
+async def _ask(request: Request, gateway: Gateway, params: Any) -> Record:
+    """Parse and ask; every refusal becomes a ToolError, and nothing is stored."""
+    options = parse_options(request)
+    message, schema = _form_params(params)
+    try:
+        return await gateway.ask(message, schema, options)
+    except SchemaError as error:
+        status = 400 if error.code == "invalid_schema" else 422
+        raise ToolError(status, error.code, error.message) from None
+    except LimitExceeded as error:
+        raise ToolError(429, "too_many_pending", str(error)) from None
+    except ShuttingDown as error:
+        raise ToolError(503, "shutting_down", str(error)) from None
+
+
+def _form_params(params: Any) -> tuple[str, dict[str, Any]]:
+    try:
+        return parse_form_params(params)
+    except SchemaError as error:
+        raise ToolError(400, error.code, error.message) from None
+
+
+async def _final_result(gateway: Gateway, request_id: str) -> ElicitResult:
+    while True:
+        try:
+            record = await gateway.result(request_id, wait=gateway.settings.max_timeout)
+        except NotFound:  # forgotten after its retention period: nothing came back in time
+            return ElicitResult(action=CANCEL)
+        if record.result is not None:
+            return ElicitResult.model_validate(record.result)
+
+
+async def _until_disconnect(request: Request, work: Awaitable[T]) -> T | None:
+    """Run ``work`` unless the client disconnects first (then None)."""
+
+    async def disconnected() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(disconnected())
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+    if task.done() and not task.cancelled():
+        return task.result()
+    return None
+
+
+async def _withdraw_quietly(gateway: Gateway, request_id: str) -> None:
+    with contextlib.suppress(NotFound, AlreadyFinished):
+        await gateway.withdraw(request_id)
+
+
+def _status_body(record: Record) -> ElicitationStatus:
+    return ElicitationStatus(id=record.id, status=record.status, result=record.result)
+
+
+def _not_found(request_id: str) -> JSONResponse:
+    return tool_error(404, "not_found", f"no elicitation {request_id!r} (unknown, or finished too long ago)")
+
+
+def _too_large(gateway: Gateway) -> JSONResponse:
+    limit = gateway.settings.max_body_size
+    return tool_error(413, "body_too_large", f"the body is larger than the limit of {limit} bytes")

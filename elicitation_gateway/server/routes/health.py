@@ -1,0 +1,49 @@
+"""Operations: health for orchestrators, metrics for Prometheus, the OpenAPI document."""
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from elicitation_gateway import __version__
+from elicitation_gateway.gateway import Gateway
+from elicitation_gateway.metrics import CONTENT_TYPE
+from elicitation_gateway.server.openapi import openapi_document
+from elicitation_gateway.server.schemas import GlobalHealth, Healthz, json_response
+
+
+def _gateway(request: Request) -> Gateway:
+    return request.app.state.gateway
+
+
+async def global_health(request: Request) -> Response:
+    """OpenCode's shape: ``{"healthy": true, "version": ...}``."""
+    healthy = await _gateway(request).healthy()
+    return json_response(GlobalHealth(healthy=healthy, version=__version__), 200 if healthy else 503)
+
+
+async def healthz(request: Request) -> Response:
+    gateway = _gateway(request)
+    store = "ok" if await gateway.healthy() else "unavailable"
+    bridge = getattr(request.app.state, "bridge", None)  # bridge mode: say which side is unhealthy
+    upstream = None if bridge is None else "ok" if await bridge.healthy() else "unavailable"
+    status = "ok" if store == "ok" and upstream != "unavailable" and not gateway.closing else "unavailable"
+    body = Healthz(status=status, store=store, upstream=upstream, version=__version__)
+    return json_response(body, 200 if status == "ok" else 503)
+
+
+async def metrics(request: Request) -> Response:
+    gateway = _gateway(request)
+    gateway.metrics.pending.set(await gateway.count_pending())
+    return Response(gateway.metrics.exposition(), media_type=CONTENT_TYPE)
+
+
+async def doc(request: Request) -> Response:
+    return JSONResponse(openapi_document(_gateway(request).settings))
+
+
+routes = [
+    Route("/doc", doc, methods=["GET"]),
+    Route("/global/health", global_health, methods=["GET"]),
+    Route("/healthz", healthz, methods=["GET"]),
+    Route("/metrics", metrics, methods=["GET"]),
+]

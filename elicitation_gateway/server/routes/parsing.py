@@ -1,0 +1,167 @@
+"""Reading what clients send: bounded JSON bodies, MCP form params, query options, replies."""
+
+import json
+import math
+from typing import Any
+
+from mcp.types import ElicitRequestFormParams
+from mcp_types.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, JSONRPCRequest
+from pydantic import ValidationError
+from starlette.requests import Request
+
+from elicitation_gateway.conversion.schema import build_form
+from elicitation_gateway.gateway import AskOptions
+from elicitation_gateway.models import QuestionTool
+from elicitation_gateway.server.errors import PayloadError, ToolError
+from elicitation_gateway.server.schemas import QuestionReply
+
+MAX_ID_LENGTH = 200
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+class InvalidJson(Exception):
+    def __init__(self, raw: bytes, reason: str) -> None:
+        super().__init__(reason)
+        self.raw = raw
+        self.reason = reason
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The whole body, refusing (without reading on) anything over ``limit`` bytes."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def parse_json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw, parse_constant=_no_constants)
+    except (ValueError, RecursionError) as error:
+        reason = "the body is empty" if not raw.strip() else f"the body is not valid JSON ({error})"
+        raise InvalidJson(raw, reason) from None
+
+
+class JsonRpcError(Exception):
+    def __init__(self, request_id: Any, code: int, message: str) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+        self.code = code
+        self.message = message
+
+
+def unwrap_jsonrpc(body: Any) -> tuple[bool, Any, Any]:
+    """``(is_jsonrpc, id, params)``: a JSON-RPC ``elicitation/create`` request gives up its params."""
+    if not (isinstance(body, dict) and "jsonrpc" in body):
+        return False, None, body
+    raw_id = body.get("id")
+    request_id = raw_id if isinstance(raw_id, int | str) and not isinstance(raw_id, bool) else None
+    try:
+        request = JSONRPCRequest.model_validate({**body, "params": None})
+    except ValidationError:
+        problem = 'not a JSON-RPC 2.0 request: it needs "jsonrpc": "2.0", an "id" and a "method"'
+        raise JsonRpcError(request_id, INVALID_REQUEST, problem) from None
+    if request.method != "elicitation/create":
+        problem = f"method {request.method!r} is not supported: only elicitation/create is"
+        raise JsonRpcError(request.id, METHOD_NOT_FOUND, problem)
+    params = body.get("params")
+    if not isinstance(params, dict):
+        problem = "params must be an object: the MCP elicitation params (message, requestedSchema)"
+        raise JsonRpcError(request.id, INVALID_PARAMS, problem)
+    return True, request.id, params
+
+
+def parse_form_params(body: Any) -> tuple[str, dict[str, Any]]:
+    """MCP ``ElicitRequestFormParams``: return ``(message, requestedSchema)`` or raise ToolError."""
+    if not isinstance(body, dict):
+        raise ToolError(400, "invalid_params", "the body must be a JSON object of MCP elicitation params")
+    mode = body.get("mode", "form")
+    if mode == "url":
+        raise ToolError(
+            400,
+            "unsupported_mode",
+            "mode 'url' is not supported: the gateway asks form elicitations only",
+        )
+    if mode != "form":
+        raise ToolError(400, "invalid_params", f"mode must be 'form' (or absent), not {mode!r}")
+    if "requestedSchema" in body and not isinstance(body["requestedSchema"], dict):
+        build_form(body["requestedSchema"])  # raises SchemaError naming what is wrong
+    try:
+        params = ElicitRequestFormParams.model_validate(body)
+    except ValidationError as error:
+        raise ToolError(400, "invalid_params", _describe(error)) from None
+    return params.message, params.requested_schema
+
+
+def parse_options(request: Request) -> AskOptions:
+    query = request.query_params
+    session_id = query.get("sessionID")
+    if session_id is not None and not (session_id.startswith("ses") and _printable_id(session_id)):
+        raise ToolError(400, "invalid_session", "sessionID must start with 'ses' and hold no spaces")
+    message_id, call_id = query.get("messageID"), query.get("callID")
+    for name, value in (("messageID", message_id), ("callID", call_id)):
+        if value is not None and not _printable_id(value):
+            raise ToolError(400, "invalid_tool", f"{name} must be a short id without spaces")
+    tool = QuestionTool(messageID=message_id or "", callID=call_id or "") if message_id or call_id else None
+    return AskOptions(
+        session_id=session_id,
+        directory=query.get("directory"),
+        tool=tool,
+        timeout=parse_seconds(query.get("timeout"), "timeout"),
+    )
+
+
+def parse_seconds(value: str | None, name: str) -> float | None:
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ToolError(400, f"invalid_{name}", f"{name} must be a positive number of seconds, not {value!r}")
+    return seconds
+
+
+def parse_answers(body: Any, max_text_length: int | None = None) -> list[list[str]]:
+    if not isinstance(body, dict) or "answers" not in body:
+        raise PayloadError('the body must be a JSON object with "answers": a list of lists of strings')
+    try:
+        answers = QuestionReply.model_validate(body).answers
+    except ValidationError:
+        raise PayloadError('"answers" must be a list of lists of strings, one list per question') from None
+    if max_text_length is not None:
+        for index, answer in enumerate(answers):
+            if any(len(item) > max_text_length for item in answer):
+                raise PayloadError(f"answer {index} is longer than {max_text_length} characters")
+    return answers
+
+
+def directory_of(request: Request) -> str | None:
+    return request.query_params.get("directory") or request.headers.get("x-opencode-directory")
+
+
+def _printable_id(value: str) -> bool:
+    return 0 < len(value) <= MAX_ID_LENGTH and value.isprintable() and not any(c.isspace() for c in value)
+
+
+def _describe(error: ValidationError) -> str:
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"]) or "body"
+        problems.append(f"{where}: {item['msg']}")
+    return "invalid elicitation params: " + "; ".join(problems)

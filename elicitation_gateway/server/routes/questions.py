@@ -1,0 +1,124 @@
+"""The answerer side, in OpenCode's shapes: list, reply, reject."""
+
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from elicitation_gateway.conversion.answers import AnswerError
+from elicitation_gateway.gateway import CANCEL, Gateway, NotFound
+from elicitation_gateway.server.errors import PayloadError, bad_request, question_not_found
+from elicitation_gateway.server.routes.parsing import (
+    BodyTooLarge,
+    InvalidJson,
+    directory_of,
+    parse_answers,
+    parse_json,
+    read_body,
+)
+from elicitation_gateway.server.schemas import FormField, QuestionForm, QuestionReject, json_response
+from elicitation_gateway.stores.base import Record
+
+
+def _gateway(request: Request) -> Gateway:
+    return request.app.state.gateway
+
+
+async def list_questions(request: Request) -> Response:
+    body = await _gateway(request).pending_json(directory_of(request))
+    return Response(body, media_type="application/json")
+
+
+async def reply(request: Request) -> Response:
+    gateway = _gateway(request)
+    try:
+        request_id = _request_id(request)
+        answers = parse_answers(await _json_body(request, gateway), gateway.settings.max_text_length)
+        await gateway.reply(request_id, answers)
+    except PayloadError as error:
+        return error.response()
+    except NotFound as missing:
+        return question_not_found(str(missing))
+    except AnswerError as error:
+        return bad_request(error.message, "Payload", error.issues)
+    return JSONResponse(True)
+
+
+async def reject(request: Request) -> Response:
+    gateway = _gateway(request)
+    try:
+        request_id = _request_id(request)
+        body = await _json_body(request, gateway, optional=True)
+        action = _reject_action(body)
+        await gateway.reject(request_id, action)
+    except PayloadError as error:
+        return error.response()
+    except NotFound as missing:
+        return question_not_found(str(missing))
+    return JSONResponse(True)
+
+
+async def question_form(request: Request) -> Response:
+    """The gateway's own extension: what each question accepts, for answerers that render forms."""
+    try:
+        request_id = _request_id(request)
+        record = await _gateway(request).pending_record(request_id)
+    except PayloadError as error:
+        return error.response()
+    except NotFound as missing:
+        return question_not_found(str(missing))
+    return json_response(describe_form(record))
+
+
+routes = [
+    Route("/question", list_questions, methods=["GET"]),
+    Route("/question/", list_questions, methods=["GET"]),
+    Route("/question/{requestID}/form", question_form, methods=["GET"]),
+    Route("/question/{requestID}/reply", reply, methods=["POST"]),
+    Route("/question/{requestID}/reject", reject, methods=["POST"]),
+]
+
+
+def _request_id(request: Request) -> str:
+    request_id = request.path_params["requestID"]
+    if not request_id.startswith("que"):
+        raise PayloadError(f"requestID must start with 'que': {request_id!r}", kind="Params")
+    return request_id
+
+
+async def _json_body(request: Request, gateway: Gateway, *, optional: bool = False) -> object:
+    try:
+        raw = await read_body(request, gateway.settings.max_body_size)
+        if optional and not raw.strip():
+            return None
+        return parse_json(raw)
+    except BodyTooLarge:
+        limit = gateway.settings.max_body_size
+        raise PayloadError(f"the body is larger than the limit of {limit} bytes", status=413) from None
+    except InvalidJson as error:
+        raise PayloadError(error.reason) from None
+
+
+def _reject_action(body: object) -> str:
+    if body is None:
+        return CANCEL
+    if not isinstance(body, dict):
+        raise PayloadError('the body must be empty or a JSON object like {"action": "decline"}')
+    try:
+        return QuestionReject.model_validate(body).action
+    except ValidationError:
+        raise PayloadError(f'"action" must be "decline" or "cancel", not {body.get("action")!r}') from None
+
+
+def describe_form(record: Record) -> QuestionForm:
+    """A pending request with what each question accepts: kind, limits, default, option values."""
+    form = record.form
+    questions = zip(form.fields, record.request.questions, form.texts, strict=True)
+    return QuestionForm(
+        id=record.id,
+        sessionID=record.request.sessionID,
+        message=record.message,
+        legacy=form.legacy,
+        expiresAt=record.expires_at,
+        fields=[FormField.of(field, question, text) for field, question, text in questions],
+    )

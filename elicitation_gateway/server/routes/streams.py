@@ -1,0 +1,83 @@
+"""Server-Sent Events for answerers: ``/event`` and ``/global/event``."""
+
+import asyncio
+from collections.abc import AsyncGenerator, Callable
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from elicitation_gateway import events
+from elicitation_gateway.gateway import Gateway, TooManySubscribers, normalize_directory
+from elicitation_gateway.server.routes.parsing import directory_of
+from elicitation_gateway.server.sse import EventStreamResponse
+
+HEADERS = {"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"}
+BACKLOG_CHUNK = 64 * 1024
+"""Missed events are written in chunks of about this many bytes, not one write per event."""
+
+
+async def event(request: Request) -> Response:
+    directory = normalize_directory(directory_of(request))
+    return await _stream(request, lambda e: e.frame() if e.visible_in(directory) else None, wrap=False)
+
+
+async def global_event(request: Request) -> Response:
+    default = request.app.state.gateway.default_directory
+    return await _stream(request, lambda e: e.global_frame(default), wrap=True)
+
+
+routes = [
+    Route("/event", event, methods=["GET"]),
+    Route("/global/event", global_event, methods=["GET"]),
+]
+
+
+async def _stream(
+    request: Request, frame_of: Callable[[events.Event], bytes | None], *, wrap: bool
+) -> Response:
+    gateway: Gateway = request.app.state.gateway
+    metrics = gateway.metrics
+    last_event_id = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
+    try:
+        # Before the response starts: a client that leaves at any point after it finds a
+        # subscription to close. StoreUnavailable becomes a 503, and the client retries.
+        subscription = await gateway.subscribe(last_event_id)
+    except TooManySubscribers as error:
+        return JSONResponse({"error": "too_many_subscribers", "message": str(error)}, status_code=429)
+
+    async def frames() -> AsyncGenerator[bytes, None]:
+        metrics.events_sent.inc()
+        yield frame_of(events.connected()) or b""
+        chunk: list[bytes] = []
+        size = 0
+        for missed in subscription.backlog:
+            if (frame := frame_of(missed)) is not None:
+                chunk.append(frame)
+                size += len(frame)
+                if size >= BACKLOG_CHUNK:
+                    metrics.events_sent.inc(len(chunk))
+                    yield b"".join(chunk)
+                    chunk, size = [], 0
+                    await asyncio.sleep(0)  # a long backlog must not hold the loop from others
+        if chunk:
+            metrics.events_sent.inc(len(chunk))
+            yield b"".join(chunk)
+        async for published in subscription:  # ends when the subscription is closed
+            if (frame := frame_of(published)) is not None:
+                metrics.events_sent.inc()
+                yield frame
+
+    def heartbeat() -> bytes:
+        beat = events.heartbeat()
+        return beat.global_frame(gateway.default_directory) if wrap else beat.frame()
+
+    return EventStreamResponse(  # type: ignore[return-value]  (an ASGI response, like Starlette's)
+        frames(),
+        heartbeat=heartbeat,
+        interval=gateway.settings.heartbeat,
+        send_timeout=gateway.settings.send_timeout,
+        on_disconnect=subscription.close,
+        on_close=lambda: gateway.unsubscribe(subscription),
+        headers=HEADERS,
+    )

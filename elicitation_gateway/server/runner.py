@@ -1,0 +1,81 @@
+"""Running the service under uvicorn, with a shutdown that finishes every question first."""
+
+import asyncio
+import gc
+import logging
+import socket
+from types import FrameType
+
+import uvicorn
+
+from elicitation_gateway.gateway import Gateway
+from elicitation_gateway.server.app import create_app
+from elicitation_gateway.server.logs import configure_logging
+from elicitation_gateway.server.security import warn_if_exposed
+from elicitation_gateway.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+class GatewayServer(uvicorn.Server):
+    """On SIGINT/SIGTERM, finish pending questions (tools get ``cancel``, answerers see
+    ``question.rejected``) and end the event streams, then let uvicorn stop. A second signal stops
+    at once."""
+
+    def __init__(self, config: uvicorn.Config, gateway: Gateway) -> None:
+        super().__init__(config)
+        self.gateway = gateway
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._draining = False
+        self._drain_task: asyncio.Task[None] | None = None
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self._draining or self.should_exit or self._loop is None:
+            super().handle_exit(sig, frame)
+            return
+        self._draining = True
+        # A signal handler may run between two steps of the loop: hand the drain to the loop itself.
+        self._loop.call_soon_threadsafe(self._start_drain, sig, frame)
+
+    def _start_drain(self, sig: int, frame: FrameType | None) -> None:
+        self._drain_task = asyncio.get_running_loop().create_task(self._drain_then_exit(sig, frame))
+
+    async def _drain_then_exit(self, sig: int, frame: FrameType | None) -> None:
+        try:
+            await asyncio.wait_for(self.gateway.shutdown(), self.gateway.settings.shutdown_grace)
+            await asyncio.sleep(0.05)  # let the streams flush what shutdown queued
+        except TimeoutError:
+            logger.warning("shutdown grace period ended with work left")
+        finally:
+            super().handle_exit(sig, frame)
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        self._loop = asyncio.get_running_loop()
+        await super().startup(sockets)
+        for server in self.servers:
+            for listener in server.sockets:
+                host, port = listener.getsockname()[:2]
+                shown = f"[{host}]" if ":" in host else host
+                print(f"Elicitation Gateway listening on http://{shown}:{port}", flush=True)
+
+
+def serve(settings: Settings) -> None:
+    log_config = configure_logging(settings)
+    warn_if_exposed(settings)
+    gateway = Gateway(settings)
+    config = uvicorn.Config(
+        create_app(settings, gateway),
+        host=settings.host,
+        port=settings.port,
+        log_config=log_config,
+        log_level=settings.log_level,
+        timeout_graceful_shutdown=settings.shutdown_grace + 5,
+        lifespan="on",
+    )
+    server = GatewayServer(config, gateway)
+    # What start-up allocated (modules, models, the app) lives as long as the process: frozen, it is
+    # no longer scanned by every full collection, which otherwise stalls the loop for as long.
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
+    server.run()

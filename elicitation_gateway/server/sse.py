@@ -1,0 +1,104 @@
+"""The response that holds an event stream open: cheap enough to hold by the thousand.
+
+Frames are encoded by sse-starlette's ``ServerSentEvent`` (once per event, see :mod:`..events`);
+this is only the response around them. sse-starlette's ``EventSourceResponse`` runs a task group
+of several tasks, cancel scopes and a lock per stream and per frame: 46 KB per idle stream and about
+half of the CPU of each delivery (bench/FINDINGS.md). Here each open stream is the request's own
+task, writing frames as they come, and one small task that notices the client going away, writes a
+heartbeat every ``interval`` seconds, and drops a client that stopped reading for ``send_timeout``
+seconds: 24 KB per idle stream, one ``send`` per frame.
+"""
+
+import asyncio
+import time
+from collections.abc import AsyncGenerator, Callable, Mapping
+
+from starlette.types import Receive, Scope, Send
+
+
+class EventStreamResponse:
+    media_type = b"text/event-stream; charset=utf-8"
+
+    def __init__(
+        self,
+        frames: AsyncGenerator[bytes, None],
+        *,
+        heartbeat: Callable[[], bytes],
+        interval: float,
+        send_timeout: float,
+        on_disconnect: Callable[[], None],
+        on_close: Callable[[], None],
+        headers: Mapping[str, str],
+    ) -> None:
+        self._frames = frames
+        self._heartbeat = heartbeat
+        self._interval = interval
+        self._send_timeout = send_timeout
+        self._on_disconnect = on_disconnect
+        self._on_close = on_close
+        self._headers = [(b"content-type", self.media_type)] + [
+            (name.lower().encode(), value.encode()) for name, value in headers.items()
+        ]
+        self._sending_since: float | None = None
+        self._stalled = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self._respond(scope, receive, send)
+        finally:
+            self._on_close()
+
+    async def _respond(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self._headers})
+        if scope.get("method") == "HEAD":
+            await self._frames.aclose()
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        writer = asyncio.current_task()
+        assert writer is not None
+        watcher = asyncio.create_task(self._watch(receive, send, writer))
+        try:
+            async for frame in self._frames:
+                await self._send(send, frame)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except asyncio.CancelledError:
+            if not self._stalled or writer.uncancel():
+                raise
+            # Dropped for stalling: ending without the closing chunk makes uvicorn close the socket.
+        finally:
+            watcher.cancel()
+            await self._frames.aclose()
+
+    async def _send(self, send: Send, frame: bytes) -> None:
+        self._sending_since = time.monotonic()
+        await send({"type": "http.response.body", "body": frame, "more_body": True})
+        self._sending_since = None
+
+    async def _watch(self, receive: Receive, send: Send, writer: asyncio.Task[None]) -> None:
+        """End the stream when the client leaves; beat every ``interval``; drop a client that stopped
+        reading for ``send_timeout``."""
+        tick = min(self._interval, self._send_timeout)
+        next_beat = time.monotonic() + self._interval
+        while True:
+            try:
+                async with asyncio.timeout(tick):  # unlike wait_for, no task of its own
+                    message = await receive()
+            except TimeoutError:
+                now, since = time.monotonic(), self._sending_since
+                if since is not None and now - since > self._send_timeout:
+                    self._stalled = True
+                    writer.cancel()
+                    return
+                if since is None and now >= next_beat:
+                    next_beat = now + self._interval
+                    try:
+                        async with asyncio.timeout(self._send_timeout):
+                            await self._send(send, self._heartbeat())
+                    except TimeoutError:
+                        self._stalled = True
+                        writer.cancel()
+                        return
+                continue
+            if message["type"] == "http.disconnect":
+                self._on_disconnect()
+                return

@@ -1,0 +1,134 @@
+"""Every setting of the service, read from ``GATEWAY_*`` environment variables (and flags)."""
+
+import os
+import re
+from typing import Annotated, Literal
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+DEFAULT_SESSION_ID = "ses_000000000000ElicitGateway"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore", populate_by_name=True)
+
+    host: str = Field("127.0.0.1", description="Address to listen on.")
+    port: int = Field(4096, ge=0, le=65535, description="Port to listen on (0 picks a free one).")
+    store: str = Field(
+        "memory", description="Where questions are kept: `memory`, or a Redis URL shared by every replica."
+    )
+    timeout: float = Field(300, gt=0, description="Default seconds a question waits for an answer.")
+    max_timeout: float = Field(
+        3600, gt=0, description="The most a tool may ask for with `timeout` or `wait`."
+    )
+    directory: str = Field(
+        default_factory=os.getcwd,
+        description="Directory of questions that name none (the working directory).",
+    )
+    session_id: str = Field(DEFAULT_SESSION_ID, description="`sessionID` of questions whose tool names none.")
+    max_questions: int = Field(50, ge=1, description="Hard limit of questions in one elicitation.")
+    header_length: int = Field(12, ge=2, description="Longest question header; longer titles are shortened.")
+    heartbeat: float = Field(10, gt=0, description="Seconds between `server.heartbeat` events.")
+    history_size: int = Field(1000, ge=0, description="Question events kept for `Last-Event-ID` replay.")
+    result_ttl: float = Field(600, gt=0, description="Seconds a finished result stays readable.")
+    subscriber_queue: int = Field(
+        1000, ge=1, description="Events queued for one slow subscriber before it is disconnected."
+    )
+    max_body_size: int = Field(1_048_576, ge=1024, description="Largest request body, in bytes.")
+    send_timeout: float = Field(30, gt=0, description="Seconds a stalled SSE client may block one send.")
+    shutdown_grace: float = Field(5, ge=0, description="Seconds to finish pending questions on shutdown.")
+    log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
+    log_format: Literal["text", "json"] = Field("text", description="`text`, or `json` (one object a line).")
+
+    # Security
+    tool_token: SecretStr | None = Field(
+        None, description="Bearer token required on the tool side (`/elicit`, `/elicitations`, `/mcp`)."
+    )
+    answerer_password: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("OPENCODE_SERVER_PASSWORD", "GATEWAY_ANSWERER_PASSWORD"),
+        description="HTTP Basic password required on the answerer side (`OPENCODE_SERVER_PASSWORD`).",
+    )
+    answerer_username: str = Field(
+        "opencode",
+        validation_alias=AliasChoices("OPENCODE_SERVER_USERNAME", "GATEWAY_ANSWERER_USERNAME"),
+        description="HTTP Basic username on the answerer side (`OPENCODE_SERVER_USERNAME`).",
+    )
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Origins allowed besides localhost, 127.0.0.1 and the same host (comma-separated).",
+    )
+    allow_sensitive: bool = Field(
+        False, description="Allow form questions that look like passwords, API keys, tokens or card numbers."
+    )
+
+    # Limits
+    max_options: int = Field(200, ge=1, description="Most options one question may offer.")
+    max_text_length: int = Field(
+        10_000, ge=1, description="Longest message, title, description, option label or answer (characters)."
+    )
+    max_pending: int = Field(20_000, ge=1, description="Most questions pending at once, in all.")
+    max_pending_per_session: int = Field(1_000, ge=1, description="Most questions pending in one session.")
+    max_subscribers: int = Field(10_000, ge=1, description="Most open event streams at once.")
+
+    # OpenCode bridge
+    opencode_url: str | None = Field(
+        None,
+        description="URL of a running `opencode serve` to bridge: the OpenCode TUI attached to the gateway "
+        "then sees both (see docs/opencode-bridge.md). Unset: no bridge.",
+    )
+    opencode_timeout: float = Field(
+        60,
+        gt=0,
+        description="Seconds the OpenCode server may take to start answering a forwarded request (504 "
+        "after); prompts that wait on a model have no limit.",
+    )
+
+    @field_validator("opencode_url", mode="before")
+    @classmethod
+    def _opencode_url(cls, value: object) -> object:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        if not isinstance(value, str) or not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", value.strip()):
+            raise ValueError(
+                "must be the OpenCode server's http:// or https:// URL, e.g. http://127.0.0.1:4096"
+            )
+        return value.strip().rstrip("/")
+
+    @field_validator("store")
+    @classmethod
+    def _known_store(cls, value: str) -> str:
+        if value == "memory":
+            return value
+        if value.startswith(("redis://", "rediss://", "unix://")):
+            from redis.connection import parse_url  # only a Redis URL needs the Redis client
+
+            try:
+                parse_url(value)
+            except ValueError as error:
+                raise ValueError(f"not a usable Redis URL: {error}") from None
+            return value
+        raise ValueError(
+            "must be 'memory' or a Redis URL (redis://host:6379/0, rediss://... for TLS, "
+            "unix:///path/to/redis.sock)"
+        )
+
+    @field_validator("tool_token", "answerer_password", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if value == "" else value
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [origin.strip() for origin in value.split(",") if origin.strip()]
+        return value
+
+    @field_validator("session_id")
+    @classmethod
+    def _session_prefix(cls, value: str) -> str:
+        if not value.startswith("ses"):
+            raise ValueError("must start with 'ses'")
+        return value

@@ -1,0 +1,145 @@
+"""The one interface behind which pending questions are kept and their events fanned out.
+
+Routes and the gateway speak only to :class:`Store`. The in-memory implementation
+(:mod:`elicitation_gateway.stores.memory`) is the default; another backend (Redis) implements the same calls.
+
+Every state change is atomic and publishes its event: :meth:`Store.add` publishes
+``question.asked``, :meth:`Store.finish` moves a pending record to a finished status exactly once and
+publishes ``question.replied`` or ``question.rejected``. That is how every ``question.asked`` ends in
+exactly one of the two, whoever finishes it.
+"""
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from elicitation_gateway import events
+from elicitation_gateway.conversion.schema import Form
+from elicitation_gateway.models import QuestionRequest
+
+Status = Literal["pending", "answered", "declined", "cancelled", "expired"]
+
+FINISHED_FORM = Form(fields=(), questions=())
+
+
+class Record(BaseModel):
+    """One elicitation: what was asked, and once finished, what the tool gets."""
+
+    model_config = ConfigDict(frozen=True)
+
+    request: QuestionRequest
+    form: Form
+    message: str
+    directory: str | None = None
+    created_at: float
+    expires_at: float
+    status: Status = "pending"
+    result: dict[str, Any] | None = None
+    """The MCP ``ElicitResult`` on the wire, once finished."""
+    finished_at: float | None = None
+
+    @property
+    def id(self) -> str:
+        return self.request.id
+
+    @property
+    def pending(self) -> bool:
+        return self.status == "pending"
+
+    def finished(self, status: Status, result: dict[str, Any]) -> "Record":
+        """The record as kept once it ends (for ``result_ttl``): what ``GET /elicitations/{id}`` shows,
+        without the questions and the form that only answering needed."""
+        return self.model_copy(
+            update={
+                "status": status,
+                "result": result,
+                "finished_at": time.time(),
+                "request": QuestionRequest(id=self.id, sessionID=self.request.sessionID, questions=[]),
+                "form": FINISHED_FORM,
+            }
+        )
+
+    def asked_event(self, *, replayable: bool = True) -> events.Event:
+        return events.asked(None, self.directory, replayable=replayable, request_json=self.request.wire_json)
+
+    def finished_event(self, answers: list[list[str]] | None) -> events.Event:
+        if answers is None:
+            return events.rejected(self.request.sessionID, self.id, self.directory)
+        return events.replied(self.request.sessionID, self.id, answers, self.directory)
+
+
+class Subscription(ABC):
+    """A subscriber's view of the event stream.
+
+    ``backlog`` is what the subscriber missed: the events after its ``Last-Event-ID`` when the history
+    still holds that id, otherwise a fresh ``question.asked`` for every pending question. Iterating
+    yields the events published after the subscription started; it ends when the store closes, or
+    when the subscriber fell too far behind (it reconnects and replays).
+    """
+
+    backlog: list[events.Event]
+
+    @abstractmethod
+    def __aiter__(self) -> AsyncIterator[events.Event]: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+class StoreUnavailable(Exception):
+    """The store cannot be reached now (a remote backend is down); the request may be retried."""
+
+
+class Store(ABC):
+    shared = False
+    """True when other processes use the same records (Redis): pending questions outlive this one."""
+
+    async def start(self) -> None:  # noqa: B027  (optional hook)
+        """Open connections, start background work."""
+
+    async def close(self) -> None:  # noqa: B027  (optional hook)
+        """End every subscription (after what is queued for it) and release resources."""
+
+    async def healthy(self) -> bool:
+        """Whether the store can serve requests now (a remote store may be unreachable)."""
+        return True
+
+    async def count_pending(self, session_id: str | None = None) -> int:
+        """How many records are pending (in one session, if given); backends may do it faster."""
+        return sum(1 for r in await self.pending() if session_id is None or r.request.sessionID == session_id)
+
+    @abstractmethod
+    async def add(self, record: Record) -> None:
+        """Keep a new pending record and publish its ``question.asked``."""
+
+    @abstractmethod
+    async def get(self, request_id: str) -> Record | None:
+        """The record, pending or finished (finished ones are kept for a retention period)."""
+
+    @abstractmethod
+    async def pending(self) -> list[Record]:
+        """Every pending record, oldest first."""
+
+    @abstractmethod
+    async def finish(
+        self,
+        request_id: str,
+        status: Status,
+        result: dict[str, Any],
+        answers: list[list[str]] | None = None,
+    ) -> Record | None:
+        """Finish a pending record once: return it finished, or None if it was not pending.
+
+        Publishes ``question.replied`` with ``answers``, or ``question.rejected`` when they are None.
+        """
+
+    @abstractmethod
+    async def wait(self, request_id: str, seconds: float) -> Record | None:
+        """The record as soon as it is finished, or as it is after ``seconds``."""
+
+    @abstractmethod
+    async def subscribe(self, last_event_id: str | None = None) -> Subscription:
+        """Start a subscription; the caller must :meth:`Subscription.close` it."""

@@ -1,0 +1,111 @@
+"""The embedded store: records, history and subscribers in this process's memory.
+
+Every call runs on the event loop without awaiting in the middle of a change, so each one is atomic.
+"""
+
+import asyncio
+import contextlib
+import itertools
+from collections import Counter, deque
+from typing import Any
+
+from elicitation_gateway import events
+from elicitation_gateway.stores.base import Record, Status, Store
+from elicitation_gateway.stores.fanout import LocalSubscription, Subscribers
+
+
+class MemoryStore(Store):
+    def __init__(self, *, history_size: int = 1000, result_ttl: float = 600, subscriber_queue: int = 1000):
+        self._history_size = history_size
+        self._result_ttl = result_ttl
+        self._subscriber_queue = subscriber_queue
+        self._pending: dict[str, Record] = {}  # insertion order is creation order
+        self._pending_by_session: Counter[str] = Counter()
+        self._finished: dict[str, Record] = {}
+        self._done: dict[str, asyncio.Event] = {}  # only for records someone waits on
+        self._announcements: dict[str, events.Event] = {}  # question.asked for (re)subscribers
+        self._forget_timers: dict[str, asyncio.TimerHandle] = {}
+        self._history: deque[events.Event] = deque()
+        self._history_seq: dict[str, int] = {}
+        self._seq = 0
+        self._subscribers = Subscribers()
+
+    async def close(self) -> None:
+        self._subscribers.end_all()
+        for timer in self._forget_timers.values():
+            timer.cancel()
+        self._forget_timers.clear()
+
+    async def add(self, record: Record) -> None:
+        self._pending[record.id] = record
+        self._pending_by_session[record.request.sessionID] += 1
+        # Made now, a few microseconds each, rather than all at once for the first subscriber, which
+        # would hold the loop for as long as thousands of them take.
+        self._announcements[record.id] = record.asked_event(replayable=False)
+        self._publish(record.asked_event())
+
+    async def get(self, request_id: str) -> Record | None:
+        return self._pending.get(request_id) or self._finished.get(request_id)
+
+    async def pending(self) -> list[Record]:
+        return list(self._pending.values())
+
+    async def count_pending(self, session_id: str | None = None) -> int:
+        if session_id is None:
+            return len(self._pending)
+        return self._pending_by_session.get(session_id, 0)
+
+    async def finish(
+        self,
+        request_id: str,
+        status: Status,
+        result: dict[str, Any],
+        answers: list[list[str]] | None = None,
+    ) -> Record | None:
+        record = self._pending.pop(request_id, None)
+        if record is None:
+            return None
+        session = record.request.sessionID
+        self._pending_by_session[session] -= 1
+        if not self._pending_by_session[session]:
+            del self._pending_by_session[session]
+        record = record.finished(status, result)
+        self._finished[request_id] = record
+        self._announcements.pop(request_id, None)
+        self._publish(record.finished_event(answers))
+        if (done := self._done.pop(request_id, None)) is not None:
+            done.set()
+        loop = asyncio.get_running_loop()
+        self._forget_timers[request_id] = loop.call_later(self._result_ttl, self._forget, request_id)
+        return record
+
+    async def wait(self, request_id: str, seconds: float) -> Record | None:
+        if request_id in self._pending:
+            done = self._done.setdefault(request_id, asyncio.Event())
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(seconds):  # unlike wait_for, no task of its own
+                    await done.wait()
+        return await self.get(request_id)
+
+    async def subscribe(self, last_event_id: str | None = None) -> LocalSubscription:
+        seq = self._history_seq.get(last_event_id) if last_event_id else None
+        if seq is None:
+            backlog = list(self._announcements.values())  # in the order asked, as pending is
+        else:
+            first = self._seq - len(self._history) + 1
+            backlog = list(itertools.islice(self._history, seq - first + 1, None))
+        subscription = LocalSubscription(self._subscribers, backlog, self._subscriber_queue)
+        self._subscribers.add(subscription)
+        return subscription
+
+    def _publish(self, event: events.Event) -> None:
+        self._seq += 1
+        self._history.append(event)
+        self._history_seq[event.id] = self._seq
+        if len(self._history) > self._history_size:
+            self._history_seq.pop(self._history.popleft().id, None)
+        self._subscribers.publish(event)
+
+    def _forget(self, request_id: str) -> None:
+        self._forget_timers.pop(request_id, None)
+        self._finished.pop(request_id, None)

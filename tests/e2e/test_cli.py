@@ -1,0 +1,121 @@
+"""``python -m elicitation_gateway`` as operators run it: a real process, flags, environment, signals."""
+
+import asyncio
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+import pytest
+
+from elicitation_gateway.settings import Settings
+from tests.helpers import ask, form, read_events, text_properties
+
+LISTENING = re.compile(r"listening on (http://\S+)")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def gateway_process(*args: str, env: dict[str, str] | None = None) -> Iterator[tuple[subprocess.Popen, str]]:
+    """Start ``python -m elicitation_gateway`` and yield it with the URL it printed."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}
+    environment.update(env or {})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "elicitation_gateway", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=environment,
+    )
+    try:
+        url = None
+        assert process.stdout is not None
+        process.startup_output = ""  # type: ignore[attr-defined]
+        for line in process.stdout:
+            process.startup_output += line  # type: ignore[attr-defined]
+            found = LISTENING.search(line)
+            if found:
+                url = found.group(1)
+                break
+        assert url, f"the gateway printed no URL (exit {process.poll()})"
+        yield process, url
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)
+
+
+def test_defaults_are_loopback_port_4096(monkeypatch):
+    for name in list(os.environ):
+        if name.startswith("GATEWAY_"):
+            monkeypatch.delenv(name)
+    settings = Settings()
+    assert (settings.host, settings.port, settings.store) == ("127.0.0.1", 4096, "memory")
+    assert (settings.timeout, settings.max_timeout, settings.max_questions) == (300, 3600, 50)
+    assert settings.directory == os.getcwd()
+
+
+def test_help_names_the_flags():
+    shown = subprocess.run(
+        [sys.executable, "-m", "elicitation_gateway", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    for flag in ("--host", "--port", "--store"):
+        assert flag in shown
+
+
+def test_flags_choose_host_and_port():
+    port = free_port()
+    with gateway_process("--host", "127.0.0.1", "--port", str(port)) as (_, url):
+        assert url == f"http://127.0.0.1:{port}"
+        assert httpx.get(f"{url}/question").json() == []
+
+
+def test_environment_chooses_port_and_settings():
+    port = free_port()
+    env = {"GATEWAY_PORT": str(port), "GATEWAY_SESSION_ID": "ses_fromtheenvironment"}
+    with gateway_process(env=env) as (_, url):
+        assert url == f"http://127.0.0.1:{port}"
+        created = httpx.post(f"{url}/elicitations", json=form(text_properties(1)))
+        assert created.status_code == 201
+        assert httpx.get(f"{url}/question").json()[0]["sessionID"] == "ses_fromtheenvironment"
+
+
+def test_a_bad_setting_stops_with_a_clear_message():
+    done = subprocess.run(
+        [sys.executable, "-m", "elicitation_gateway"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "GATEWAY_TIMEOUT": "-1"},
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert "GATEWAY_TIMEOUT" in done.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+async def test_a_signal_cancels_pending_questions_and_ends_streams(sig):
+    with gateway_process("--port", "0") as (process, url):
+        async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+            async with read_events(client) as events:
+                tool = ask(client, form(text_properties(2)))
+                asked = await events.next("question.asked")
+                process.send_signal(sig)
+                rejected = await events.next("question.rejected")
+                assert rejected.properties["requestID"] == asked.properties["id"]
+                async with asyncio.timeout(10):
+                    await events.closed.wait()  # the stream ends once shutdown has sent everything
+            assert (await tool).json() == {"action": "cancel"}
+        # uvicorn re-raises the signal once shut down, so the exit status is the signal's own
+        assert await asyncio.to_thread(process.wait, 15) in (0, -sig)
+        output = process.stdout.read() if process.stdout else ""
+        assert "cancelled (shutdown)" in output

@@ -1,0 +1,57 @@
+"""The published OpenCode SDK (``@opencode-ai/sdk``, pinned in tests/e2e/node/package.json) against a
+running gateway: the Node test in tests/e2e/node/ runs with node's own test runner, and must pass.
+
+``make test`` installs the SDK (``npm ci --prefix tests/e2e/node``). Under CI a missing Node or SDK
+fails this test rather than skipping it."""
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+NODE_TESTS = Path(__file__).resolve().parent / "node"
+SDK = NODE_TESTS / "node_modules" / "@opencode-ai" / "sdk"
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _node_or_explain() -> str:
+    node = shutil.which("node")
+    problem = None
+    if node is None:
+        problem = "node is not installed; the OpenCode SDK test needs Node 20 or newer"
+    elif not SDK.is_dir():
+        problem = f"the OpenCode SDK is not installed in {NODE_TESTS}: run `npm ci --prefix tests/e2e/node`"
+    if problem:
+        if _in_ci():
+            pytest.fail(problem)
+        pytest.skip(problem)
+    assert node is not None
+    return node
+
+
+@pytest.mark.timeout(120)
+def test_the_opencode_sdk_subscribes_lists_replies_rejects_and_replays(server):
+    node = _node_or_explain()
+    completed = subprocess.run(
+        [node, "--test", "--test-reporter=tap", "opencode-sdk.test.js"],
+        cwd=NODE_TESTS,
+        env={**os.environ, "GATEWAY_URL": server.url},
+        capture_output=True,
+        text=True,
+        timeout=100,
+        check=False,
+    )
+    report = completed.stdout + completed.stderr
+    assert completed.returncode == 0, report
+    passed = re.search(r"^# pass (\d+)$", completed.stdout, re.MULTILINE)
+    failed = re.search(r"^# fail (\d+)$", completed.stdout, re.MULTILINE)
+    assert passed, report
+    assert failed, report
+    assert int(passed.group(1)) >= 4, report
+    assert int(failed.group(1)) == 0, report

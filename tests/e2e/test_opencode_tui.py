@@ -1,0 +1,178 @@
+"""The real OpenCode TUI shows the gateway's questions: ``opencode attach`` (the published CLI pinned in
+tests/e2e/opencode/) runs in tmux against a gateway in bridge mode in front of a real
+``opencode serve``. A tool asks the README's excavator questionnaire into a real session; the TUI
+draws the form; keys answer it, and the tool gets typed content. Esc gives the tool ``cancel``.
+
+``OPENCODE_TUI_CAPTURE=<directory>`` keeps the screens it saw there (docs/opencode-tui.txt is one).
+"""
+
+import asyncio
+import os
+import subprocess
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import RunningServer
+from tests.e2e.opencode_server import OpenCodeServer, tmux_binary
+from tests.e2e.test_bridge import EXCAVATOR, EXCAVATOR_CONTENT
+from tests.helpers import ask
+
+pytestmark = pytest.mark.timeout(180)
+
+WIDTH, HEIGHT = 110, 36
+SCREEN_TIMEOUT = 30.0
+
+
+class Tui:
+    """One program in a detached tmux session of its own server (``-L``): keys in, screens out."""
+
+    def __init__(self, tmux: str, environment: dict[str, str], directory: Path) -> None:
+        self.tmux = tmux
+        self.socket = f"gateway-tui-{uuid.uuid4().hex[:8]}"
+        self.environment = {k: v for k, v in environment.items() if k not in ("TMUX", "TMUX_PANE")}
+        self.environment["TERM"] = "xterm-256color"
+        self.directory = directory
+        self.last = ""
+
+    def _run(self, *arguments: str) -> str:
+        done = subprocess.run(
+            [self.tmux, "-L", self.socket, "-f", "/dev/null", *arguments],
+            env=self.environment,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+        return done.stdout
+
+    def start(self, command: list[str]) -> None:
+        # When the program exits, its last words stay on the screen for the failure message.
+        script = " ".join(_quote(part) for part in command) + '; echo "[exited with $?]"; sleep 600'
+        self._run(
+            "new-session", "-d", "-s", "tui", "-x", str(WIDTH), "-y", str(HEIGHT),
+            "-c", str(self.directory), "sh", "-c", script,
+        )  # fmt: skip
+
+    def screen(self, *, colours: bool = False) -> str:
+        self.last = self._run("capture-pane", "-p", *(["-e"] if colours else []), "-t", "tui")
+        return self.last
+
+    def keys(self, *keys: str) -> None:
+        self._run("send-keys", "-t", "tui", *keys)
+
+    def type(self, text: str) -> None:
+        self._run("send-keys", "-t", "tui", "-l", text)
+
+    async def shows(self, *texts: str, gone: str | None = None, timeout: float = SCREEN_TIMEOUT) -> str:
+        """Wait until the screen shows every one of ``texts`` (and no longer ``gone``)."""
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    screen = await asyncio.to_thread(self.screen)
+                    if "[exited with" in screen:
+                        raise AssertionError(f"the TUI exited:\n{screen}")
+                    if all(text in screen for text in texts) and (gone is None or gone not in screen):
+                        return screen
+                    await asyncio.sleep(0.1)
+        except TimeoutError:
+            raise AssertionError(f"the TUI did not show {texts} within {timeout} s:\n{self.last}") from None
+
+    def stop(self) -> None:
+        subprocess.run(
+            [self.tmux, "-L", self.socket, "kill-server"],
+            env=self.environment,
+            capture_output=True,
+            timeout=10,
+        )
+
+
+def _quote(part: str) -> str:
+    return "'" + part.replace("'", "'\\''") + "'"
+
+
+@pytest.fixture
+def opencode(tmp_path: Path) -> Iterator[OpenCodeServer]:
+    server = OpenCodeServer(tmp_path / "opencode").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def tui(opencode: OpenCodeServer) -> Iterator[Tui]:
+    screen = Tui(tmux_binary(), opencode.environment, opencode.project)
+    yield screen
+    screen.stop()
+
+
+def keep(name: str, screen: str) -> None:
+    directory = os.environ.get("OPENCODE_TUI_CAPTURE")
+    if directory:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        (Path(directory) / name).write_text(screen, encoding="utf-8")
+
+
+async def test_the_opencode_tui_shows_a_gateway_question_and_answers_it_with_keys(
+    make_server: Callable[..., RunningServer], opencode: OpenCodeServer, tui: Tui
+):
+    gateway = make_server(opencode_url=opencode.url)
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=20) as client:
+        # A real session, made through the gateway as any OpenCode client makes one.
+        created = await client.post("/session", json={"title": "Excavator diagnosis"})
+        session = created.json()["id"]
+        tui.start([str(opencode.binary), "attach", gateway.url, "--session", session])
+        ready = await tui.shows("ctrl+p commands")
+        assert "Connect a provider" not in ready, ready
+
+        tool = ask(client, EXCAVATOR, sessionID=session, directory=str(opencode.project))
+        asked = await tui.shows(
+            "Model", "Symptoms", "Hours", "Confirm", "Excavator diagnosis", "SY215C", "SY235C"
+        )
+        keep("question.txt", asked)
+        keep("question.ansi", tui.screen(colours=True))
+
+        tui.keys("Enter")  # Model: SY215C (the first option), then on to Symptoms
+        await tui.shows("Select symptoms:", "Black smoke", "Noise")
+        tui.keys("Enter")  # Black smoke
+        await tui.shows("[✓] Black smoke")
+        tui.keys("Down", "Enter")  # Noise
+        await tui.shows("[✓] Noise")
+        tui.keys("Tab")  # on to Hours
+        await tui.shows("Hours (a whole number from 0 to 20000)")
+        tui.keys("Enter")  # "Type your own answer"
+        await tui.shows("Type your own answer")
+        tui.type("1200")
+        await tui.shows("1200")
+        tui.keys("Enter")
+        review = await tui.shows("Review", "Model: SY215C", "Symptoms: Black smoke, Noise", "Hours: 1200")
+        keep("review.txt", review)
+        tui.keys("Enter")  # submit
+
+        result = await asyncio.wait_for(tool, 20)
+        assert result.json() == {"action": "accept", "content": EXCAVATOR_CONTENT}
+        await tui.shows("ctrl+p commands", gone="Review")  # the TUI cleared its prompt
+
+        # Esc dismisses: the tool gets cancel.
+        dismissed = ask(client, EXCAVATOR, sessionID=session)
+        await tui.shows("SY215C", "Confirm")
+        tui.keys("Escape")
+        assert (await asyncio.wait_for(dismissed, 20)).json() == {"action": "cancel"}
+        await tui.shows("ctrl+p commands", gone="SY215C")
+
+
+async def test_an_unsessioned_question_opens_in_the_gateways_session(
+    make_server: Callable[..., RunningServer], opencode: OpenCodeServer, tui: Tui
+):
+    """A tool that names no session: the README's curl. Its question is in the "Elicitation Gateway"
+    session, which the TUI opens with --session."""
+    gateway = make_server(opencode_url=opencode.url)
+    session = gateway.gateway.default_session_id
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=20) as client:
+        tool = ask(client, EXCAVATOR)  # asked before the TUI is there: announced when it connects
+        tui.start([str(opencode.binary), "attach", gateway.url, "--session", session])
+        await tui.shows("Excavator diagnosis", "SY215C", "Confirm")
+        tui.keys("Escape")
+        assert (await asyncio.wait_for(tool, 20)).json() == {"action": "cancel"}

@@ -1,0 +1,252 @@
+"""The store interface's promises, checked on every implementation: in memory, and on a real Redis.
+
+Routes and the gateway rely only on these; a new backend passes this file unchanged.
+"""
+
+import asyncio
+import itertools
+import time
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from elicitation_gateway.conversion.schema import build_form
+from elicitation_gateway.models import QuestionRequest
+from elicitation_gateway.stores.base import Record, Store
+from elicitation_gateway.stores.memory import MemoryStore
+from elicitation_gateway.stores.redis import RedisStore
+from tests.helpers import until, waited_on
+
+pytest_plugins = ["tests.redis_server"]
+
+_prefixes = itertools.count()
+
+
+def redis_store(request, **options) -> RedisStore:
+    """A Redis store with keys of its own, on the test Redis server."""
+    return RedisStore(request.getfixturevalue("redis_url"), prefix=f"test{next(_prefixes)}", **options)
+
+
+STORES: dict[str, Callable[..., Store]] = {
+    "memory": lambda request, **options: MemoryStore(**options),
+    "redis": redis_store,
+}
+
+
+@pytest.fixture(params=sorted(STORES))
+async def make_store(request) -> AsyncIterator[Callable[..., Store]]:
+    made: list[Store] = []
+
+    async def make(**options) -> Store:
+        store = STORES[request.param](request, **options)
+        await store.start()
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        await store.close()
+
+
+def record(request_id: str, directory: str | None = None) -> Record:
+    form = build_form({"type": "object", "properties": {"a": {"type": "string"}}})
+    now = time.time()
+    return Record(
+        request=QuestionRequest(id=request_id, sessionID="ses_1", questions=list(form.questions)),
+        form=form,
+        message="m",
+        directory=directory,
+        created_at=now,
+        expires_at=now + 60,
+    )
+
+
+async def drain(subscription, count: int) -> list:
+    got = []
+    async with asyncio.timeout(2):
+        async for event in subscription:
+            got.append(event)
+            if len(got) == count:
+                return got
+    return got
+
+
+async def test_add_keeps_the_record_pending_and_publishes_asked(make_store):
+    store = await make_store()
+    subscription = await store.subscribe()
+    await store.add(record("que_1", "/p"))
+    [asked] = await drain(subscription, 1)
+    assert (asked.type, asked.properties["id"], asked.directory, asked.replayable) == (
+        "question.asked",
+        "que_1",
+        "/p",
+        True,
+    )
+    assert [r.id for r in await store.pending()] == ["que_1"]
+    assert (await store.get("que_1")).pending
+    subscription.close()
+
+
+async def test_pending_lists_oldest_first(make_store):
+    store = await make_store()
+    for name in ("que_1", "que_2", "que_3"):
+        await store.add(record(name))
+    await store.finish("que_2", "answered", {"action": "accept", "content": {}}, [[]])
+    assert [r.id for r in await store.pending()] == ["que_1", "que_3"]
+
+
+async def test_finish_happens_once_and_publishes_one_event(make_store):
+    store = await make_store()
+    await store.add(record("que_1"))
+    subscription = await store.subscribe()
+    first = await store.finish("que_1", "answered", {"action": "accept", "content": {"a": "x"}}, [["x"]])
+    second = await store.finish("que_1", "cancelled", {"action": "cancel"})
+    assert first is not None
+    assert (first.status, first.result) == ("answered", {"action": "accept", "content": {"a": "x"}})
+    assert second is None
+    [replied] = await drain(subscription, 1)
+    assert replied.type == "question.replied"
+    assert replied.properties == {"sessionID": "ses_1", "requestID": "que_1", "answers": [["x"]]}
+    assert (await store.get("que_1")).status == "answered"
+    assert await store.pending() == []
+    subscription.close()
+
+
+async def test_finish_without_answers_publishes_rejected(make_store):
+    store = await make_store()
+    await store.add(record("que_1"))
+    subscription = await store.subscribe()
+    await store.finish("que_1", "declined", {"action": "decline"})
+    [rejected] = await drain(subscription, 1)
+    assert rejected.type == "question.rejected"
+    assert rejected.properties == {"sessionID": "ses_1", "requestID": "que_1"}
+    subscription.close()
+
+
+async def test_finish_of_an_unknown_id_changes_nothing(make_store):
+    store = await make_store()
+    subscription = await store.subscribe()
+    assert await store.finish("que_nope", "cancelled", {"action": "cancel"}) is None
+    assert await store.get("que_nope") is None
+    subscription.close()
+    assert await drain(subscription, 1) == []
+
+
+async def test_wait_returns_as_soon_as_finished(make_store):
+    store = await make_store()
+    await store.add(record("que_1"))
+    waiter = asyncio.create_task(store.wait("que_1", 30))
+    await until(lambda: waited_on(store, "que_1"), what="the waiter is registered")
+    assert not waiter.done()
+    await store.finish("que_1", "cancelled", {"action": "cancel"})
+    finished = await asyncio.wait_for(waiter, 2)
+    assert finished.status == "cancelled"
+
+
+async def test_wait_gives_the_pending_record_after_its_time(make_store):
+    store = await make_store()
+    await store.add(record("que_1"))
+    assert (await store.wait("que_1", 0.05)).status == "pending"
+    assert await store.wait("que_unknown", 0.05) is None
+
+
+async def _forgotten(store: Store, request_id: str) -> bool:
+    return await store.get(request_id) is None
+
+
+async def test_finished_records_are_forgotten_after_their_retention(make_store):
+    store = await make_store(result_ttl=0.05)
+    await store.add(record("que_1"))
+    await store.finish("que_1", "cancelled", {"action": "cancel"})
+    assert await store.get("que_1") is not None
+    await until(lambda: _forgotten(store, "que_1"), what="the finished record is forgotten")
+
+
+async def test_subscribing_without_an_id_reannounces_every_pending_question(make_store):
+    store = await make_store()
+    await store.add(record("que_1"))
+    await store.add(record("que_2"))
+    await store.finish("que_1", "cancelled", {"action": "cancel"})
+    subscription = await store.subscribe()
+    assert [(e.type, e.properties["id"], e.replayable) for e in subscription.backlog] == [
+        ("question.asked", "que_2", False)
+    ]
+    subscription.close()
+
+
+async def test_subscribing_with_a_known_id_replays_what_came_after(make_store):
+    store = await make_store()
+    watcher = await store.subscribe()
+    await store.add(record("que_1"))
+    await store.add(record("que_2"))
+    await store.finish("que_1", "cancelled", {"action": "cancel"})
+    seen = await drain(watcher, 3)
+    watcher.close()
+
+    again = await store.subscribe(seen[0].id)
+    assert [e.id for e in again.backlog] == [seen[1].id, seen[2].id]
+    again.close()
+    latest = await store.subscribe(seen[2].id)
+    assert latest.backlog == []
+    latest.close()
+
+
+async def test_an_id_older_than_the_history_gets_the_reannouncement(make_store):
+    store = await make_store(history_size=2)
+    watcher = await store.subscribe()
+    for name in ("que_1", "que_2", "que_3"):
+        await store.add(record(name))
+    seen = await drain(watcher, 3)
+    watcher.close()
+    subscription = await store.subscribe(seen[0].id)
+    assert [(e.properties["id"], e.replayable) for e in subscription.backlog] == [
+        ("que_1", False),
+        ("que_2", False),
+        ("que_3", False),
+    ]
+    subscription.close()
+
+
+async def test_close_ends_subscriptions_after_what_was_queued(make_store):
+    store = await make_store()
+    subscription = await store.subscribe()
+    await store.add(record("que_1"))
+    await store.finish("que_1", "cancelled", {"action": "cancel"})
+    await store.close()
+    got = [e.type async for e in subscription]
+    assert got == ["question.asked", "question.rejected"]
+
+
+async def test_a_subscriber_that_falls_too_far_behind_is_dropped(make_store):
+    store = await make_store(subscriber_queue=3)
+    slow = await store.subscribe()
+    keeping_up = await store.subscribe()
+    for index in range(5):
+        await store.add(record(f"que_{index}"))
+        assert (await drain(keeping_up, 1))[0].properties["id"] == f"que_{index}"
+    assert [e async for e in slow] == []  # dropped: it reconnects and replays
+    keeping_up.close()
+
+
+async def test_thousands_of_subscribers_get_every_event_in_order(make_store):
+    """More subscribers than one fan-out batch (they are woken a batch per loop iteration): each still
+    gets every event, in the order published, and close delivers what was still on its way."""
+    from elicitation_gateway.stores.fanout import FAN_OUT_BATCH
+
+    store = await make_store()
+    subscriptions = [await store.subscribe() for _ in range(FAN_OUT_BATCH * 3 + 7)]
+    await store.add(record("que_1"))
+    await store.add(record("que_2"))
+    await store.finish("que_1", "cancelled", {"action": "cancel"})
+    expected = [("question.asked", "que_1"), ("question.asked", "que_2"), ("question.rejected", "que_1")]
+
+    def key(event) -> tuple[str, str]:
+        return event.type, event.properties.get("id") or event.properties["requestID"]
+
+    for subscription in subscriptions[:10]:
+        assert [key(e) for e in await drain(subscription, 3)] == expected
+    await store.finish("que_2", "cancelled", {"action": "cancel"})
+    await store.close()
+    expected.append(("question.rejected", "que_2"))
+    for subscription in subscriptions[10:]:
+        assert [key(e) async for e in subscription] == expected
