@@ -55,8 +55,11 @@ $(NODE_TESTS)/node_modules/.installed: $(NODE_TESTS)/package.json $(NODE_TESTS)/
 	touch $@
 
 # The published OpenCode CLI and TUI for the bridge's end-to-end tests, pinned by its lock file.
+# Not `npm ci`: npm writes only this platform's binary package into the lock, and `npm ci` then
+# refuses the lock for the other platforms' optional packages; `install --no-save` checks what the
+# lock pins and leaves it as it is.
 $(OPENCODE)/node_modules/.installed: $(OPENCODE)/package.json $(OPENCODE)/package-lock.json
-	npm ci --prefix $(OPENCODE) --no-audit --no-fund
+	npm install --prefix $(OPENCODE) --no-save --no-audit --no-fund
 	touch $@
 
 # Refresh the pinned versions after changing dependencies in pyproject.toml.
