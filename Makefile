@@ -9,15 +9,18 @@ ARGS ?=
 PYTEST_ARGS ?=
 NODE_TESTS := tests/e2e/node
 OPENCODE := tests/e2e/opencode
+JS_LINT := tests/e2e/js-lint
 
-.PHONY: run test test-quick lint format docs fixtures install constraints
+.PHONY: run test test-quick lint lint-js format docs fixtures install constraints
 
 run: $(VENV)/.installed
 	$(BIN)/python -m elicitation_gateway $(ARGS)
 
-test: $(VENV)/.installed $(NODE_TESTS)/node_modules/.installed $(OPENCODE)/node_modules/.installed
+test: $(VENV)/.installed $(NODE_TESTS)/node_modules/.installed $(OPENCODE)/node_modules/.installed \
+		$(JS_LINT)/node_modules/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	npm run --silent lint --prefix $(JS_LINT)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 # The fast tiers only: pure unit tests, the store suite and the HTTP tests (no browser, Node or CLI),
@@ -28,6 +31,10 @@ test-quick: $(VENV)/.installed
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
+
+# The web page's script: `node --check`, then ESLint (tests/e2e/js-lint/eslint.config.js).
+lint-js: $(JS_LINT)/node_modules/.installed
+	npm run --silent lint --prefix $(JS_LINT)
 
 format: $(VENV)/.installed
 	$(BIN)/ruff format .
@@ -52,6 +59,11 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 # The published OpenCode SDK for its compatibility test, exactly as the committed lock file pins it.
 $(NODE_TESTS)/node_modules/.installed: $(NODE_TESTS)/package.json $(NODE_TESTS)/package-lock.json
 	npm ci --prefix $(NODE_TESTS) --no-audit --no-fund
+	touch $@
+
+# ESLint for the web page's script, exactly as its lock file pins it.
+$(JS_LINT)/node_modules/.installed: $(JS_LINT)/package.json $(JS_LINT)/package-lock.json
+	npm ci --prefix $(JS_LINT) --no-audit --no-fund
 	touch $@
 
 # The published OpenCode CLI and TUI for the bridge's end-to-end tests, pinned by its lock file.

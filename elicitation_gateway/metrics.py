@@ -1,13 +1,51 @@
 """Prometheus metrics of one gateway, in a registry of its own (several apps may share a process)."""
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from collections.abc import Iterator
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
+"""What ``generate_latest`` writes: the classic text format (legacy names), which every Prometheus reads."""
+
+
+class _WithoutCreated(Collector):
+    """A registry's metrics without their ``*_created`` samples.
+
+    Each counter and histogram would add a ``_created`` gauge holding the time it was made: a series per
+    family that no dashboard reads. The library turns them off only for the whole process
+    (``disable_created_metrics``), which would change the metrics of any application the gateway is
+    served inside; this view drops them from the gateway's own registry alone.
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+
+    def collect(self) -> Iterator[Metric]:
+        for metric in self.registry.collect():  # fresh Metric objects on every collect: ours to change
+            metric.samples = [sample for sample in metric.samples if not sample.name.endswith("_created")]
+            yield metric
 
 
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        # The process's CPU, memory and file descriptors (read from /proc, on Linux), the garbage
+        # collector's counts, and the Python version: what the default registry would have had.
+        ProcessCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
         self.pending = Gauge(
             "gateway_pending_questions", "Elicitations waiting for an answer.", registry=self.registry
         )
@@ -32,6 +70,7 @@ class Metrics:
         self.events_sent = Counter(
             "gateway_events_sent", "SSE frames written to subscribers.", registry=self.registry
         )
+        self._exposed = _WithoutCreated(self.registry)
 
     def exposition(self) -> bytes:
-        return generate_latest(self.registry)
+        return generate_latest(self._exposed)

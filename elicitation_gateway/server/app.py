@@ -19,6 +19,7 @@ from elicitation_gateway.gateway import Gateway
 from elicitation_gateway.server.mcp_endpoint import McpEndpoint
 from elicitation_gateway.server.routes import routes
 from elicitation_gateway.server.security import AccessControl
+from elicitation_gateway.server.tracing import tracing_middleware
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores.base import StoreUnavailable
 
@@ -75,6 +76,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
 
         bridge = Bridge(gateway, settings)
         middleware.insert(0, bridge.middleware())
+    middleware[:0] = tracing_middleware()  # outermost; only with the `otel` extra and a tracer provider
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -3,26 +3,91 @@
 import json
 import logging
 import sys
+import time
+from contextvars import ContextVar
 from datetime import UTC, datetime
+from typing import Any
+
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from elicitation_gateway.settings import Settings
 
+ACCESS_LOGGER = "uvicorn.access"
+
 # Attributes every LogRecord has; anything else was passed with ``extra=`` and belongs in the JSON.
-_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
+# uvicorn's ``color_message`` is its message again with terminal colour escapes: never for a collector.
+_LEFT_OUT = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName", "color_message"}
+
+_request_started: ContextVar[float] = ContextVar("request_started")
+"""When the app received the request being served (``time.perf_counter()``): set by ``AccessTiming``."""
 
 
 class JsonFormatter(logging.Formatter):
+    """One JSON object a line: ``time``, ``level``, ``logger``, ``message``, then the record's extras.
+
+    uvicorn's access lines also get their parts as fields (``client``, ``method``, ``path``,
+    ``http_version``, ``status``), so that a collector need not parse the message.
+    """
+
     def format(self, record: logging.LogRecord) -> str:
-        entry = {
+        entry: dict[str, Any] = {
             "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
             "logger": record.name,
             "message": record.getMessage(),
         }
-        entry.update({k: v for k, v in vars(record).items() if k not in _STANDARD})
+        if record.name == ACCESS_LOGGER:
+            entry.update(access_fields(record))
+        entry.update({k: v for k, v in vars(record).items() if k not in _LEFT_OUT})
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
+        if record.stack_info:
+            entry["stack"] = self.formatStack(record.stack_info)
         return json.dumps(entry, default=str)
+
+
+def access_fields(record: logging.LogRecord) -> dict[str, Any]:
+    """The parts of one of uvicorn's access lines, which it logs as
+    ``'%s - "%s %s HTTP/%s" %d' % (client, method, path, http_version, status)``."""
+    if not isinstance(record.args, tuple) or len(record.args) != 5:
+        return {}  # not the access line this knows: its message alone says it
+    client, method, path, http_version, status = record.args
+    return {"client": client, "method": method, "path": path, "http_version": http_version, "status": status}
+
+
+class AccessTiming:
+    """Notes when the app receives each request, for ``duration_ms`` on JSON access lines: the time
+    until the response's status line, which is when uvicorn logs it.
+
+    A layer around the app only while JSON access lines are written (``timing_wanted``); the default
+    text log and every level above ``info`` go without it.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            _request_started.set(time.perf_counter())  # each request is its own task: its own context
+        await self.app(scope, receive, send)
+
+
+class AccessDuration(logging.Filter):
+    """Adds ``duration_ms`` to an access record logged while serving a request ``AccessTiming`` saw.
+
+    A handler's filter runs when the record is handled, in the task that logged it, so the request's
+    start time is still in its context."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == ACCESS_LOGGER and (started := _request_started.get(None)) is not None:
+            record.duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        return True
+
+
+def timing_wanted(settings: Settings) -> bool:
+    """Whether access lines carry ``duration_ms``: JSON logs with the access log on (level ``info`` or
+    lower)."""
+    return settings.log_format == "json" and settings.log_level in ("debug", "info")
 
 
 def configure_logging(settings: Settings) -> dict:
@@ -30,11 +95,14 @@ def configure_logging(settings: Settings) -> dict:
     handler = logging.StreamHandler(sys.stderr)
     if settings.log_format == "json":
         handler.setFormatter(JsonFormatter())
+        handler.addFilter(AccessDuration())
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(settings.log_level.upper())
+    # Python's warnings go through the same handler, so JSON logs hold nothing but JSON.
+    logging.captureWarnings(True)
     # uvicorn's own loggers go through the same handler, so every line has one format.
     return {
         "version": 1,
@@ -45,3 +113,13 @@ def configure_logging(settings: Settings) -> dict:
             "uvicorn.access": {"level": settings.log_level.upper()},
         },
     }
+
+
+def listening_line(settings: Settings, url: str) -> str:
+    """The line printed at start, which scripts and tests wait for: the same words in both formats,
+    and in JSON one log record with the address also as ``url``."""
+    message = f"Elicitation Gateway listening on {url}"
+    if settings.log_format != "json":
+        return message
+    fields = {"name": "elicitation_gateway", "levelno": logging.INFO, "levelname": "INFO", "msg": message}
+    return JsonFormatter().format(logging.makeLogRecord({**fields, "url": url}))

@@ -29,6 +29,7 @@ from elicitation_gateway.server.schemas import (
     Healthz,
     JSONRPCElicitRequest,
     JSONRPCElicitResponse,
+    Livez,
     QuestionForm,
     QuestionNotFoundError,
     QuestionReject,
@@ -59,6 +60,7 @@ RESPONSE_BODIES: tuple[type[BaseModel], ...] = (
     QuestionForm,
     GlobalHealth,
     Healthz,
+    Livez,
 )
 """What the routes send: described as serialization writes it."""
 
@@ -431,6 +433,13 @@ def _paths(ref: Ref) -> dict[str, Any]:
                     "200": _json(ref(Healthz), "Serving."),
                     "503": _json(ref(Healthz), "Not serving: store unavailable or shutting down."),
                 },
+            }
+        },
+        "/livez": {
+            "get": {
+                "operationId": "livez",
+                "summary": "Liveness: the process runs and its event loop answers (no store, no upstream).",
+                "responses": {"200": _json(ref(Livez), "Alive.")},
             }
         },
         "/metrics": {

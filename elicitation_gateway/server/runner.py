@@ -3,6 +3,7 @@
 import asyncio
 import gc
 import logging
+import signal
 import socket
 from types import FrameType
 
@@ -10,7 +11,7 @@ import uvicorn
 
 from elicitation_gateway.gateway import Gateway
 from elicitation_gateway.server.app import create_app
-from elicitation_gateway.server.logs import configure_logging
+from elicitation_gateway.server.logs import AccessTiming, configure_logging, listening_line, timing_wanted
 from elicitation_gateway.server.security import warn_if_exposed
 from elicitation_gateway.settings import Settings
 
@@ -56,15 +57,17 @@ class GatewayServer(uvicorn.Server):
             for listener in server.sockets:
                 host, port = listener.getsockname()[:2]
                 shown = f"[{host}]" if ":" in host else host
-                print(f"Elicitation Gateway listening on http://{shown}:{port}", flush=True)
+                # Printed whatever the log level: it is how scripts know the address (with --port 0).
+                print(listening_line(self.gateway.settings, f"http://{shown}:{port}"), flush=True)
 
 
 def serve(settings: Settings) -> None:
     log_config = configure_logging(settings)
     warn_if_exposed(settings)
     gateway = Gateway(settings)
+    app = create_app(settings, gateway)
     config = uvicorn.Config(
-        create_app(settings, gateway),
+        AccessTiming(app) if timing_wanted(settings) else app,
         host=settings.host,
         port=settings.port,
         log_config=log_config,
@@ -78,4 +81,8 @@ def serve(settings: Settings) -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
+    # Once stopped in order, uvicorn raises the signal it stopped on again. SIGINT's default action, as
+    # SIGTERM's, then ends the process with that signal's status; Python's own handler would end it in
+    # a KeyboardInterrupt traceback instead, a stray text block in JSON logs.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     server.run()

@@ -199,3 +199,11 @@ class Healthz(Body):
         description="The bridged OpenCode server's health; only in bridge mode (`GATEWAY_OPENCODE_URL`).",
     )
     version: str
+
+
+class Livez(Body):
+    """For liveness probes: the process runs and its event loop answers. It checks neither the store nor
+    the bridged OpenCode server, whose outage a restart would not mend."""
+
+    status: Literal["ok"]
+    version: str

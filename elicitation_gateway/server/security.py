@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 
 Role = Literal["tool", "answerer", "public"]
 
-PUBLIC_PATHS = frozenset({"/global/health", "/healthz", "/metrics", "/doc"})
+PUBLIC_PATHS = frozenset({"/global/health", "/healthz", "/livez", "/metrics", "/doc"})
 BASIC_REALM = 'Basic realm="Secure Area"'
 
 

@@ -56,9 +56,19 @@ class Owner(Enum):
 
 
 GATEWAY_PATHS = frozenset(
-    {"/elicit", "/elicitations", "/healthz", "/metrics", "/event", "/global/event", "/question", "/question/"}
+    {
+        "/elicit",
+        "/elicitations",
+        "/healthz",
+        "/livez",
+        "/metrics",
+        "/event",
+        "/global/event",
+        "/question",
+        "/question/",
+    }
 )
-"""Paths the gateway serves in bridge mode (OpenCode has none of the first four; the others merge)."""
+"""Paths the gateway serves in bridge mode (OpenCode has none of the first five; the others merge)."""
 
 
 def owner(method: str, path: str) -> Owner:

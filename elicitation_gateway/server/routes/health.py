@@ -1,4 +1,4 @@
-"""Operations: health for orchestrators, metrics for Prometheus, the OpenAPI document."""
+"""Operations: liveness and readiness for orchestrators, metrics for Prometheus, the OpenAPI document."""
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -8,7 +8,7 @@ from elicitation_gateway import __version__
 from elicitation_gateway.gateway import Gateway
 from elicitation_gateway.metrics import CONTENT_TYPE
 from elicitation_gateway.server.openapi import openapi_document
-from elicitation_gateway.server.schemas import GlobalHealth, Healthz, json_response
+from elicitation_gateway.server.schemas import GlobalHealth, Healthz, Livez, json_response
 
 
 def _gateway(request: Request) -> Gateway:
@@ -21,7 +21,14 @@ async def global_health(request: Request) -> Response:
     return json_response(GlobalHealth(healthy=healthy, version=__version__), 200 if healthy else 503)
 
 
+async def livez(request: Request) -> Response:
+    """Liveness: answering at all proves the process and its event loop run. It awaits nothing, so an
+    unreachable store or upstream (which ``/healthz`` reports) never makes an orchestrator restart it."""
+    return json_response(Livez(status="ok", version=__version__))
+
+
 async def healthz(request: Request) -> Response:
+    """Readiness: the store answers, the bridged upstream too (in bridge mode), and no shutdown began."""
     gateway = _gateway(request)
     store = "ok" if await gateway.healthy() else "unavailable"
     bridge = getattr(request.app.state, "bridge", None)  # bridge mode: say which side is unhealthy
@@ -45,5 +52,6 @@ routes = [
     Route("/doc", doc, methods=["GET"]),
     Route("/global/health", global_health, methods=["GET"]),
     Route("/healthz", healthz, methods=["GET"]),
+    Route("/livez", livez, methods=["GET"]),
     Route("/metrics", metrics, methods=["GET"]),
 ]

@@ -1,0 +1,191 @@
+"""The log format: what a collector reads from each JSON line, and what the text format prints."""
+
+import asyncio
+import io
+import json
+import logging
+import logging.config
+import sys
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from elicitation_gateway.server.logs import (
+    ACCESS_LOGGER,
+    AccessDuration,
+    AccessTiming,
+    JsonFormatter,
+    configure_logging,
+    listening_line,
+    timing_wanted,
+)
+from elicitation_gateway.settings import Settings
+
+ACCESS_FORMAT = '%s - "%s %s HTTP/%s" %d'  # as uvicorn's HTTP protocols log each response
+
+
+def record(name: str = "elicitation_gateway.gateway", msg: str = "hello %s", args: Any = ("world",), **extra):
+    return logging.getLogger(name).makeRecord(name, logging.INFO, __file__, 1, msg, args, None, extra=extra)
+
+
+def formatted(made: logging.LogRecord) -> dict[str, Any]:
+    line = JsonFormatter().format(made)
+    assert "\n" not in line
+    return json.loads(line)
+
+
+def test_a_record_is_one_object_with_its_extras():
+    entry = formatted(record(elicitation="que_1", outcome="declined", duration=1.5))
+    assert entry.pop("time").endswith("+00:00")
+    assert entry == {
+        "level": "info",
+        "logger": "elicitation_gateway.gateway",
+        "message": "hello world",
+        "elicitation": "que_1",
+        "outcome": "declined",
+        "duration": 1.5,
+    }
+
+
+def test_an_extra_json_cannot_hold_is_written_as_text():
+    assert formatted(record(path=sys.modules[__name__].__file__, thing=object()))["thing"].startswith(
+        "<object"
+    )
+
+
+def test_an_exception_is_its_traceback_in_one_field():
+    def fail() -> None:
+        raise ValueError("broken")
+
+    try:
+        fail()
+    except ValueError:
+        made = logging.getLogger("x").makeRecord(
+            "x", logging.ERROR, __file__, 1, "failed", (), sys.exc_info()
+        )
+    entry = formatted(made)
+    assert entry["message"] == "failed"
+    assert entry["exception"].startswith("Traceback (most recent call last):")
+    assert "ValueError: broken" in entry["exception"]
+
+
+def test_uvicorns_color_message_is_left_out():
+    colored = "Started server process [\x1b[36m%d\x1b[0m]"
+    made = record("uvicorn.error", "Started server process [%d]", (42,), color_message=colored)
+    line = JsonFormatter().format(made)
+    assert "color_message" not in line
+    assert "\x1b" not in line
+    assert "\\u001b" not in line
+    assert json.loads(line)["message"] == "Started server process [42]"
+
+
+def test_an_access_line_has_its_parts_as_fields():
+    made = record(ACCESS_LOGGER, ACCESS_FORMAT, ("127.0.0.1:5000", "POST", "/elicit?timeout=5", "1.1", 200))
+    entry = formatted(made)
+    assert entry["message"] == '127.0.0.1:5000 - "POST /elicit?timeout=5 HTTP/1.1" 200'
+    assert {k: entry[k] for k in ("client", "method", "path", "http_version", "status")} == {
+        "client": "127.0.0.1:5000",
+        "method": "POST",
+        "path": "/elicit?timeout=5",
+        "http_version": "1.1",
+        "status": 200,
+    }
+    assert "duration_ms" not in entry  # only a request AccessTiming saw has one
+
+
+def test_an_access_record_of_another_shape_is_its_message_alone():
+    entry = formatted(record(ACCESS_LOGGER, "something else %s", ("happened",)))
+    assert entry["message"] == "something else happened"
+    assert "method" not in entry
+
+
+async def test_access_timing_gives_the_access_line_its_duration():
+    """The filter reads when AccessTiming saw the request, in the task that serves it."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    handler.addFilter(AccessDuration())
+    access = logging.getLogger(ACCESS_LOGGER)
+    saved = (access.handlers[:], access.level, access.propagate)
+    access.handlers[:], access.propagate = [handler], False
+    access.setLevel(logging.INFO)
+
+    async def app(scope: dict, receive: Any, send: Any) -> None:
+        access.info(ACCESS_FORMAT, "127.0.0.1:5000", "GET", "/livez", "1.1", 200)
+
+    try:
+        await asyncio.create_task(AccessTiming(app)({"type": "http"}, None, None))  # a task, as uvicorn's
+        access.info(ACCESS_FORMAT, "127.0.0.1:5000", "GET", "/livez", "1.1", 200)  # outside any request
+    finally:
+        access.handlers[:], access.level, access.propagate = saved
+    inside, outside = (json.loads(line) for line in stream.getvalue().splitlines())
+    assert 0 <= inside["duration_ms"] < 1000
+    assert inside["status"] == 200
+    assert "duration_ms" not in outside
+
+
+def test_timing_is_wanted_only_for_json_access_lines():
+    assert timing_wanted(Settings(log_format="json", log_level="info"))
+    assert timing_wanted(Settings(log_format="json", log_level="debug"))
+    assert not timing_wanted(Settings(log_format="json", log_level="warning"))
+    assert not timing_wanted(Settings(log_format="text", log_level="info"))
+
+
+def test_the_listening_line_in_text_and_json():
+    url = "http://127.0.0.1:4096"
+    assert listening_line(Settings(), url) == f"Elicitation Gateway listening on {url}"
+    entry = json.loads(listening_line(Settings(log_format="json"), url))
+    assert (entry["level"], entry["message"], entry["url"]) == (
+        "info",
+        f"Elicitation Gateway listening on {url}",
+        url,
+    )
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    """``configure_logging`` sets process-wide state: give the next test what this one found."""
+    root = logging.getLogger()
+    names = ("uvicorn", "uvicorn.error", ACCESS_LOGGER)
+    saved = (root.handlers[:], root.level, [logging.getLogger(name).level for name in names])
+    yield
+    root.handlers[:], root.level = saved[0], saved[1]
+    for name, level in zip(names, saved[2], strict=True):
+        logging.getLogger(name).setLevel(level)
+    logging.captureWarnings(False)
+
+
+class Counted:
+    """An argument that notes each time a record holding it is formatted."""
+
+    def __init__(self) -> None:
+        self.formatted = 0
+
+    def __str__(self) -> str:
+        self.formatted += 1
+        return "counted"
+
+
+@pytest.mark.usefixtures("restore_logging")
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_a_record_below_the_level_is_never_formatted(log_format, capsys):
+    settings = Settings(log_format=log_format, log_level="warning")
+    logging.config.dictConfig(configure_logging(settings))
+    below, above = Counted(), Counted()
+    logging.getLogger(ACCESS_LOGGER).info(ACCESS_FORMAT, below, "GET", "/", "1.1", 200)
+    logging.getLogger("elicitation_gateway.gateway").info("%s", below)
+    logging.getLogger("elicitation_gateway.gateway").warning("shown %s", above)
+    assert (below.formatted, above.formatted) == (0, 1)
+    assert capsys.readouterr().err.count("shown counted") == 1
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_json_logs_hold_python_warnings_too(capsys):
+    logging.config.dictConfig(configure_logging(Settings(log_format="json")))
+    warnings.warn("something is deprecated", DeprecationWarning, stacklevel=1)
+    [line] = capsys.readouterr().err.splitlines()
+    entry = json.loads(line)
+    assert (entry["level"], entry["logger"]) == ("warning", "py.warnings")
+    assert "something is deprecated" in entry["message"]
