@@ -40,12 +40,16 @@ ENV PATH=/opt/gateway/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     GATEWAY_HOST=0.0.0.0 \
     GATEWAY_PORT=4096 \
-    GATEWAY_DIRECTORY=/workspace
+    GATEWAY_DIRECTORY=/workspace \
+    GATEWAY_STORE=sqlite:////data/gateway.db
 # Nothing installs packages at run time: the base image's own pip and setuptools go too.
 RUN python -m pip uninstall --yes --quiet pip setuptools wheel \
-    && useradd --system --uid 10001 --user-group --create-home --home-dir /workspace gateway
+    && useradd --system --uid 10001 --user-group --create-home --home-dir /workspace gateway \
+    && mkdir /data && chown 10001:10001 /data
 COPY --from=build /opt/gateway /opt/gateway
 USER 10001:10001
+# Pending questions, results and the event history survive a restart here (the SQLite store).
+VOLUME /data
 WORKDIR /workspace
 EXPOSE 4096
 # Liveness: /livez answers while the process runs, whatever the store does; /healthz (ready to serve,

@@ -99,6 +99,14 @@ class Gateway:
         await self.store.start()
         if self.store.shared:
             self._watcher = asyncio.get_running_loop().create_task(self._watch_shared_questions())
+            return
+        # A durable store finds what the last process left: questions whose tool waited on a blocking
+        # request to it have nobody to collect their answer (withdrawn); the others resume their timers
+        # (those that expired meanwhile expire now).
+        for request_id in await self.store.abandoned():
+            await self._finish(request_id, "cancelled", {"action": CANCEL}, reason="tool gone at restart")
+        for record in await self.store.pending():
+            self._schedule_expiry(record.id, record.expires_at - time.time())
 
     async def shutdown(self) -> None:
         """Give every pending tool ``cancel`` (answerers see ``question.rejected``), then end streams."""
@@ -108,8 +116,10 @@ class Gateway:
         if self._watcher is not None:
             self._watcher.cancel()
         try:
-            # A shared store's questions outlive this process; only tools waiting on it need an answer.
-            ids_ = list(self._waiting) if self.store.shared else [r.id for r in await self.store.pending()]
+            # A shared or durable store's questions outlive this process; only tools waiting on it need
+            # an answer.
+            outlive = self.store.shared or self.store.durable
+            ids_ = list(self._waiting) if outlive else [r.id for r in await self.store.pending()]
             for request_id in ids_:
                 await self._finish(request_id, "cancelled", {"action": CANCEL}, reason="shutdown")
         except StoreUnavailable as error:
@@ -273,6 +283,7 @@ class Gateway:
     def tool_waiting(self, request_id: str) -> Iterator[None]:
         """A tool waits on this process for the answer: shutdown gives it ``cancel``."""
         self._waiting.add(request_id)
+        self.store.tool_waits(request_id)
         try:
             yield
         finally:

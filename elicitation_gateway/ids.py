@@ -48,8 +48,19 @@ class AscendingIds:
         tail = _base62(counter, _COUNTER_DIGITS) + _base62(secrets.randbelow(_RANDOM_LIMIT), _RANDOM_DIGITS)
         return f"{prefix}_{millis:012x}{tail}"
 
+    def not_before(self, known: str) -> None:
+        """Ids made from now on sort after ``known`` (one kept from an earlier run), whatever the clock."""
+        with self._lock:
+            millis = int(known[4:16], 16)
+            if millis >= self._millis:
+                self._millis, self._counter = millis, _COUNTER_LIMIT - 1  # the next id starts a new ms
+
 
 _ids = AscendingIds()
+
+
+def not_before(known: str) -> None:
+    _ids.not_before(known)
 
 
 def question_id() -> str:

@@ -16,7 +16,9 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", description="Address to listen on.")
     port: int = Field(4096, ge=0, le=65535, description="Port to listen on (0 picks a free one).")
     store: str = Field(
-        "memory", description="Where questions are kept: `memory`, or a Redis URL shared by every replica."
+        "memory",
+        description="Where questions are kept: `memory`, a SQLite file that outlives restarts "
+        "(`sqlite:///relative.db`, `sqlite:////absolute/path.db`), or a Redis URL shared by every replica.",
     )
     timeout: float = Field(300, gt=0, description="Default seconds a question waits for an answer.")
     max_timeout: float = Field(
@@ -101,6 +103,11 @@ class Settings(BaseSettings):
     def _known_store(cls, value: str) -> str:
         if value == "memory":
             return value
+        if value.startswith("sqlite:"):
+            from elicitation_gateway.stores.sqlite import check_url
+
+            check_url(value)  # a ValueError that says what is wrong
+            return value
         if value.startswith(("redis://", "rediss://", "unix://")):
             from redis.connection import parse_url  # only a Redis URL needs the Redis client
 
@@ -110,8 +117,8 @@ class Settings(BaseSettings):
                 raise ValueError(f"not a usable Redis URL: {error}") from None
             return value
         raise ValueError(
-            "must be 'memory' or a Redis URL (redis://host:6379/0, rediss://... for TLS, "
-            "unix:///path/to/redis.sock)"
+            "must be 'memory', a SQLite file (sqlite:///relative.db, sqlite:////absolute/path.db) or a "
+            "Redis URL (redis://host:6379/0, rediss://... for TLS, unix:///path/to/redis.sock)"
         )
 
     @field_validator("tool_token", "answerer_password", mode="before")

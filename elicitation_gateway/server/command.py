@@ -35,7 +35,8 @@ def main(argv: list[str]) -> int:
             print(f"invalid setting {name} (GATEWAY_{name.upper()}): {problem['msg']}", file=sys.stderr)
         return 2
 
-    if settings.store != "memory" and importlib.util.find_spec("redis") is None:
+    is_redis = settings.store.startswith(("redis://", "rediss://", "unix://"))
+    if is_redis and importlib.util.find_spec("redis") is None:
         print(
             "the Redis store needs the redis package: pip install 'elicitation-gateway[redis]'",
             file=sys.stderr,

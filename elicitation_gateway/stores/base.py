@@ -96,6 +96,9 @@ class StoreUnavailable(Exception):
 class Store(ABC):
     shared = False
     """True when other processes use the same records (Redis): pending questions outlive this one."""
+    durable = False
+    """True when pending questions outlive this process in a file of its own (SQLite): a restart finds
+    them, and a graceful shutdown leaves them pending."""
 
     async def start(self) -> None:  # noqa: B027  (optional hook)
         """Open connections, start background work."""
@@ -106,6 +109,15 @@ class Store(ABC):
     async def healthy(self) -> bool:
         """Whether the store can serve requests now (a remote store may be unreachable)."""
         return True
+
+    def tool_waits(self, request_id: str) -> None:  # noqa: B027  (optional hook)
+        """A tool waits for this pending record on a blocking request to this process. A durable store
+        notes it: after a crash nobody can collect the answer, and :meth:`abandoned` names it."""
+
+    async def abandoned(self) -> list[str]:
+        """Pending records found at start whose tool waited on a blocking request to a process that
+        died (durable stores only): nobody can collect them any more."""
+        return []
 
     async def count_pending(self, session_id: str | None = None) -> int:
         """How many records are pending (in one session, if given); backends may do it faster."""

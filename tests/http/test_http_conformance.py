@@ -1,5 +1,5 @@
 """The HTTP behaviour that must not depend on where questions are kept: each test runs against a
-gateway on the in-memory store and on a real Redis.
+gateway on the in-memory store, on a SQLite file and on a real Redis.
 
 The other HTTP test files pin every detail on the default (in-memory) store; this file repeats the
 behaviours a backend takes part in: asking, answering, long-polls, timeouts, withdrawal, retention,
@@ -19,10 +19,15 @@ from tests.helpers import COLOR_ACCEPTED, COLOR_SCHEMA, ask, form, pending, read
 pytest_plugins = ["tests.redis_server"]
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "sqlite"])
 def start(request, make_server) -> Callable[..., RunningServer]:
-    """``start(**settings)``: a gateway on the backend under test."""
-    backend = {"store": request.getfixturevalue("redis_url")} if request.param == "redis" else {}
+    """``start(**settings)``: a gateway on the backend under test. With SQLite, the gateways a test starts
+    one after the other use the same file, as a restarted one does."""
+    backend = {}
+    if request.param == "redis":
+        backend = {"store": request.getfixturevalue("redis_url")}
+    elif request.param == "sqlite":
+        backend = {"store": f"sqlite:///{request.getfixturevalue('tmp_path')}/gateway.db"}
     return lambda **settings: make_server(**backend, **settings)
 
 

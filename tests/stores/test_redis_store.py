@@ -107,10 +107,10 @@ def test_memory_stays_the_default():
 @pytest.mark.parametrize(
     ("value", "problem"),
     [
-        ("redis", "must be 'memory' or a Redis URL"),
-        ("postgres://db/1", "must be 'memory' or a Redis URL"),
-        ("http://127.0.0.1:6379", "must be 'memory' or a Redis URL"),
-        ("", "must be 'memory' or a Redis URL"),
+        ("redis", "must be 'memory', a SQLite file"),
+        ("postgres://db/1", "must be 'memory', a SQLite file"),
+        ("http://127.0.0.1:6379", "must be 'memory', a SQLite file"),
+        ("", "must be 'memory', a SQLite file"),
         ("redis://127.0.0.1:port/0", "not a usable Redis URL: Port could not be cast to integer"),
     ],
 )

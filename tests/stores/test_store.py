@@ -1,4 +1,5 @@
-"""The store interface's promises, checked on every implementation: in memory, and on a real Redis.
+"""The store interface's promises, checked on every implementation: in memory, in a SQLite file, and on a
+real Redis.
 
 Routes and the gateway rely only on these; a new backend passes this file unchanged.
 """
@@ -15,6 +16,7 @@ from elicitation_gateway.models import QuestionRequest
 from elicitation_gateway.stores.base import Record, Store
 from elicitation_gateway.stores.memory import MemoryStore
 from elicitation_gateway.stores.redis import RedisStore
+from elicitation_gateway.stores.sqlite import SqliteStore
 from tests.helpers import until, waited_on
 
 pytest_plugins = ["tests.redis_server"]
@@ -27,9 +29,15 @@ def redis_store(request, **options) -> RedisStore:
     return RedisStore(request.getfixturevalue("redis_url"), prefix=f"test{next(_prefixes)}", **options)
 
 
+def sqlite_store(request, **options) -> SqliteStore:
+    """A SQLite store in a file of its own, in the test's temporary folder."""
+    return SqliteStore(request.getfixturevalue("tmp_path") / f"store{next(_prefixes)}.db", **options)
+
+
 STORES: dict[str, Callable[..., Store]] = {
     "memory": lambda request, **options: MemoryStore(**options),
     "redis": redis_store,
+    "sqlite": sqlite_store,
 }
 
 

@@ -1,0 +1,364 @@
+"""The durable embedded store: the in-memory store's records and history, also kept in a SQLite file.
+
+``GATEWAY_STORE=sqlite:///relative.db`` or ``sqlite:////absolute/path.db``. One process owns the file
+(``shared`` is False: it keeps the timers); a restart on the same file finds what the last process
+left: pending questions (announced again, their timers resumed from ``expires_at``), finished results
+within their retention time, and the event history, so that a ``Last-Event-ID`` replays across it.
+
+Tables::
+
+    records   one row per record: its JSON, status, finish time, and whether a tool waited on a
+              blocking request for it (``waited_on``: nobody can collect such a one after a crash)
+    events    the replay history in publication order (``seq``), capped at ``history_size``
+
+Reads are served from memory (the in-memory store this one extends); every change is committed to
+the file before its event is published. Writes run inline on the event loop, one connection, one
+writer: in WAL mode with ``synchronous=NORMAL`` a commit is a ``write()`` to the log without an
+fsync (about 20-40 µs), so awaiting a thread would cost more than it saves, and staying on the loop
+keeps each change atomic as in memory. A committed transaction survives the process being killed
+(it is in the operating system's cache); only a power loss or a kernel crash may lose the last ones,
+which ``?synchronous=full`` prevents with an fsync per commit. Checkpoints, which fsync, run in a
+thread on a connection of their own, so they never stall the loop.
+"""
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from elicitation_gateway import events, ids
+from elicitation_gateway.stores.base import Record, Status
+from elicitation_gateway.stores.memory import MemoryStore
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+CHECKPOINT_COMMITS = 250
+"""Commits between two checkpoints (each started in a thread, so that its fsync never holds the loop)."""
+TRIM_EVERY = 64
+"""Events appended between two trims of the history table: one DELETE per event would cost more."""
+SYNCHRONOUS = ("normal", "full")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    waited_on INTEGER NOT NULL DEFAULT 0,
+    finished_at REAL,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS records_finished_at ON records (finished_at) WHERE finished_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL,
+    type TEXT NOT NULL,
+    directory TEXT,
+    properties TEXT NOT NULL
+);
+"""
+
+
+class SqliteStoreError(RuntimeError):
+    """The file cannot be used as a store (not writable, not a database, locked by another process)."""
+
+
+def parse_url(url: str) -> tuple[Path, str]:
+    """``sqlite:///relative.db`` or ``sqlite:////abs.db`` (SQLAlchemy's convention), with an optional
+    ``?synchronous=normal|full``: the file's path and the synchronous mode. Raises ValueError."""
+    parts = urlsplit(url)
+    if parts.scheme != "sqlite" or parts.netloc or not parts.path.startswith("/"):
+        raise ValueError("a SQLite URL is sqlite:///relative/path.db or sqlite:////absolute/path.db")
+    path = parts.path[1:]
+    if not path or path.endswith("/") or path == ":memory:":
+        raise ValueError("a SQLite URL names a file: sqlite:///relative/path.db or sqlite:////abs/path.db")
+    query = parse_qs(parts.query, keep_blank_values=True)
+    unknown = set(query) - {"synchronous"}
+    if unknown:
+        raise ValueError(f"unknown SQLite URL option {sorted(unknown)[0]!r} (only ?synchronous=normal|full)")
+    synchronous = query.get("synchronous", ["normal"])[-1].lower()
+    if synchronous not in SYNCHRONOUS:
+        raise ValueError("?synchronous= must be normal or full")
+    return Path(path), synchronous
+
+
+def check_url(url: str) -> None:
+    """What can be known before start: a well-formed URL, and a file (or a folder to make it in) this
+    process may write. Raises ValueError saying what is wrong."""
+    path, _ = parse_url(url)
+    if path.exists():
+        if not path.is_file():
+            raise ValueError(f"{path} exists and is not a file")
+        if not os.access(path, os.R_OK | os.W_OK):
+            raise ValueError(f"{path} is not readable and writable by this process")
+        return
+    folder = path.parent.absolute()
+    while not folder.exists():  # the store makes missing folders: the first existing one must allow it
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"cannot create {path}: {folder} is not a writable folder")
+
+
+class SqliteStore(MemoryStore):
+    durable = True
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        history_size: int = 1000,
+        result_ttl: float = 600,
+        subscriber_queue: int = 1000,
+        synchronous: str = "normal",
+    ) -> None:
+        super().__init__(history_size=history_size, result_ttl=result_ttl, subscriber_queue=subscriber_queue)
+        self.path = Path(path)
+        self._synchronous = synchronous
+        self._db: sqlite3.Connection | None = None
+        self._waited_on: list[str] = []
+        self._checkpoint: asyncio.Task[None] | None = None
+        self._commits = 0
+        self._lock: int | None = None
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> "SqliteStore":
+        path, synchronous = parse_url(url)
+        return cls(path, synchronous=synchronous, **options)
+
+    # ---------------------------------------------------------------------------------------------
+    # Life cycle
+
+    async def start(self) -> None:
+        """Open the file (creating it and its folder) and load what the last process left."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._lock = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as error:
+            raise SqliteStoreError(f"cannot open the question store {self.path}: {error}") from None
+        try:
+            # One process owns the file (its memory is the store's state): a second one stops here.
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._unlock()
+            raise SqliteStoreError(
+                f"the question store {self.path} is in use by another gateway (one process per file)"
+            ) from None
+        try:
+            db = sqlite3.connect(self.path, isolation_level=None, timeout=1, check_same_thread=False)
+        except sqlite3.Error as error:
+            self._unlock()
+            raise SqliteStoreError(f"cannot open the question store {self.path}: {error}") from None
+        try:
+            self._prepare(db)
+            self._db = db
+            self._load()
+        except (sqlite3.Error, SqliteStoreError) as error:
+            db.close()
+            self._db = None
+            self._unlock()
+            if isinstance(error, SqliteStoreError):
+                raise
+            raise SqliteStoreError(self._explain(error)) from None
+
+    async def close(self) -> None:
+        await super().close()
+        if self._checkpoint is not None:
+            with contextlib.suppress(Exception):
+                await self._checkpoint
+        if self._db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._trim(self._db, self._seq)
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._db.close()
+            self._db = None
+        self._unlock()
+
+    def _unlock(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)  # closing the descriptor releases the lock
+            self._lock = None
+
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        version = db.execute("PRAGMA user_version").fetchone()[0]  # also: is this a database at all?
+        if version > SCHEMA_VERSION:
+            raise SqliteStoreError(
+                f"{self.path} was written by a newer version of the gateway (schema {version})"
+            )
+        if db.execute("PRAGMA journal_mode=WAL").fetchone()[0].lower() != "wal":
+            raise SqliteStoreError(f"{self.path}: SQLite cannot use write-ahead logging there")
+        db.execute(f"PRAGMA synchronous={self._synchronous.upper()}")
+        db.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints run in a thread (see _wrote)
+        db.executescript(_SCHEMA + f"PRAGMA user_version={SCHEMA_VERSION};")  # idempotent
+
+    def _explain(self, error: sqlite3.Error) -> str:
+        text = str(error)
+        if "locked" in text or "busy" in text:
+            return f"the question store {self.path} is in use by another process (one gateway per file)"
+        if "not a database" in text or "malformed" in text:
+            return f"the question store {self.path} is not a usable SQLite database: {text}"
+        return f"cannot use the question store {self.path}: {text}"
+
+    def _load(self) -> None:
+        now = time.time()
+        with self._transaction() as db:  # results past their retention go now
+            db.execute("DELETE FROM records WHERE finished_at < ?", (now - self._result_ttl,))
+        last_id = ""
+        for raw, waited_on in db.execute("SELECT body, waited_on FROM records ORDER BY rowid"):
+            record = Record.model_validate_json(raw)
+            last_id = max(last_id, record.id)
+            if record.pending:
+                self._pending[record.id] = record
+                self._pending_by_session[record.request.sessionID] += 1
+                self._announcements[record.id] = record.asked_event(replayable=False)
+                if waited_on:
+                    self._waited_on.append(record.id)
+            else:
+                self._finished[record.id] = record
+                self._schedule_forget(record.id, (record.finished_at or now) + self._result_ttl - now)
+        rows = db.execute(
+            "SELECT seq, id, type, directory, properties FROM events ORDER BY seq DESC LIMIT ?",
+            (self._history_size,),
+        ).fetchall()
+        for seq, event_id, kind, directory, properties in reversed(rows):
+            event = events.Event(
+                kind, None, directory=directory, replayable=True, id=event_id, properties_json=properties
+            )
+            self._history.append(event)
+            self._history_seq[event_id] = seq
+            last_id = max(last_id, event_id)
+        self._seq = db.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]
+        if last_id:
+            ids.not_before(last_id)  # new ids sort after the old ones, even if the clock went back
+        if self._pending or self._finished or rows:
+            logger.info(
+                "question store %s: %d pending, %d finished, %d events kept",
+                self.path,
+                len(self._pending),
+                len(self._finished),
+                len(rows),
+            )
+
+    # ---------------------------------------------------------------------------------------------
+    # Changes: committed, then published
+
+    async def add(self, record: Record) -> None:
+        event = record.asked_event()
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO records (id, status, body) VALUES (?, 'pending', ?)",
+                (record.id, record.model_dump_json()),
+            )
+            self._append(db, event)
+        self._pending[record.id] = record
+        self._pending_by_session[record.request.sessionID] += 1
+        self._announcements[record.id] = record.asked_event(replayable=False)
+        self._publish(event)
+
+    async def finish(
+        self,
+        request_id: str,
+        status: Status,
+        result: dict[str, Any],
+        answers: list[list[str]] | None = None,
+    ) -> Record | None:
+        record = self._pending.get(request_id)
+        if record is None:
+            return None
+        finished = record.finished(status, result)
+        event = finished.finished_event(answers)
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE records SET status = ?, finished_at = ?, body = ? WHERE id = ?",
+                (status, finished.finished_at, finished.model_dump_json(), request_id),
+            )
+            self._append(db, event)
+        del self._pending[request_id]
+        session = record.request.sessionID
+        self._pending_by_session[session] -= 1
+        if not self._pending_by_session[session]:
+            del self._pending_by_session[session]
+        self._finished[request_id] = finished
+        self._announcements.pop(request_id, None)
+        self._publish(event)
+        if (done := self._done.pop(request_id, None)) is not None:
+            done.set()
+        self._schedule_forget(request_id, self._result_ttl)
+        return finished
+
+    def tool_waits(self, request_id: str) -> None:
+        try:  # one statement: a transaction of its own
+            self._connection.execute(
+                "UPDATE records SET waited_on = 1 WHERE id = ? AND status = 'pending'", (request_id,)
+            )
+            self._wrote()
+        except (sqlite3.Error, SqliteStoreError) as error:  # then it only times out after a crash
+            logger.warning("could not note that a tool waits for %s: %s", request_id, error)
+
+    async def abandoned(self) -> list[str]:
+        waited_on, self._waited_on = self._waited_on, []
+        return [request_id for request_id in waited_on if request_id in self._pending]
+
+    # ---------------------------------------------------------------------------------------------
+
+    @property
+    def _connection(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise SqliteStoreError(f"the question store {self.path} is not open")
+        return self._db
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic change: committed when the block ends, rolled back if it raises."""
+        db = self._connection
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        self._wrote()
+
+    def _append(self, db: sqlite3.Connection, event: events.Event) -> None:
+        db.execute(
+            "INSERT INTO events (seq, id, type, directory, properties) VALUES (?, ?, ?, ?, ?)",
+            (self._seq + 1, event.id, event.type, event.directory, event.properties_json()),
+        )
+        if (self._seq + 1) % TRIM_EVERY == 0:  # loading reads the last ``history_size`` only
+            self._trim(db, self._seq + 1)
+
+    def _trim(self, db: sqlite3.Connection, last: int) -> None:
+        db.execute("DELETE FROM events WHERE seq <= ?", (last - self._history_size,))
+
+    def _schedule_forget(self, request_id: str, delay: float) -> None:
+        loop = asyncio.get_running_loop()
+        self._forget_timers[request_id] = loop.call_later(max(delay, 0), self._forget, request_id)
+
+    def _forget(self, request_id: str) -> None:
+        super()._forget(request_id)
+        if self._db is not None:
+            with contextlib.suppress(sqlite3.Error), self._transaction() as db:
+                db.execute("DELETE FROM records WHERE id = ? AND status != 'pending'", (request_id,))
+
+    def _wrote(self) -> None:
+        """Start a checkpoint in a thread once the log has grown: it fsyncs, the loop must not."""
+        self._commits += 1
+        if self._commits < CHECKPOINT_COMMITS or (self._checkpoint and not self._checkpoint.done()):
+            return
+        self._commits = 0
+        self._checkpoint = asyncio.get_running_loop().create_task(asyncio.to_thread(self._checkpoint_now))
+
+    def _checkpoint_now(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            db = sqlite3.connect(self.path, isolation_level=None, timeout=1)
+            try:
+                db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            finally:
+                db.close()
