@@ -21,6 +21,7 @@ from elicitation_gateway.conversion.schema import SOFT_QUESTION_LIMIT, Form, Sch
 from elicitation_gateway.conversion.sensitive import sensitive_property
 from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.models import QuestionRequest, QuestionTool
+from elicitation_gateway.notify import Notifier
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores import make_store
 from elicitation_gateway.stores.base import Record, Status, Store, StoreUnavailable, Subscription
@@ -92,11 +93,15 @@ class Gateway:
         self._closing = False
         self._waiting: set[str] = set()  # questions whose tool waits on this process (``POST /elicit``)
         self._watcher: asyncio.Task[None] | None = None
+        self.notifier: Notifier | None = None
         self.default_session_id = settings.session_id
         """``sessionID`` of questions whose tool names none; the OpenCode bridge sets a real session's."""
 
     async def start(self) -> None:
         await self.store.start()
+        if self.settings.notify:
+            self.notifier = Notifier(self.settings, self.metrics)
+            self.notifier.start()
         if self.store.shared:
             self._watcher = asyncio.get_running_loop().create_task(self._watch_shared_questions())
             return
@@ -125,6 +130,8 @@ class Gateway:
         except StoreUnavailable as error:
             logger.warning("shutdown could not finish pending questions: %s", error)
         await self.store.close()
+        if self.notifier is not None:
+            await self.notifier.stop()
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
@@ -210,6 +217,10 @@ class Gateway:
         await self.store.add(record)
         self.metrics.asked.inc()
         self._schedule_expiry(record.id, timeout)
+        if self.notifier is not None:
+            # Only the replica whose ask created the record notifies, and never for records it adopts
+            # from a shared store (_adopt) or finds at restart: once per question, also in a cluster.
+            self.notifier.submit(record)
         logger.debug("elicitation %s asked: %d questions", record.id, len(form.fields))
         return record
 

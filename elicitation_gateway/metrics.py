@@ -70,6 +70,14 @@ class Metrics:
         self.events_sent = Counter(
             "gateway_events_sent", "SSE frames written to subscribers.", registry=self.registry
         )
+        self.notifications_sent = Counter(
+            "gateway_notifications_sent", "Notifications of new questions delivered.", registry=self.registry
+        )
+        self.notifications_failed = Counter(
+            "gateway_notifications_failed",
+            "Notifications of new questions given up on (after retries, or dropped with a full queue).",
+            registry=self.registry,
+        )
         self._exposed = _WithoutCreated(self.registry)
 
     def exposition(self) -> bytes:

@@ -87,6 +87,36 @@ class Settings(BaseSettings):
         "after); prompts that wait on a model have no limit.",
     )
 
+    # Notifications
+    notify: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Apprise URLs told of every new question (`ntfy://…`, `slack://…`, `json://…`, "
+        "separated by commas or spaces; needs `elicitation-gateway[notify]`). Unset: no notifications.",
+    )
+    public_url: str | None = Field(
+        None,
+        description="The gateway's address as a person opens it (`https://gateway.example.com`): "
+        "notifications link to the question's page there. Unset: no link.",
+    )
+    notify_timeout: float = Field(10, gt=0, description="Seconds one notification attempt may take.")
+    notify_retries: int = Field(3, ge=0, description="Attempts after a failed notification.")
+
+    @field_validator("notify", mode="before")
+    @classmethod
+    def _urls(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [url for url in re.split(r"[,\s]+", value) if url]
+        return value
+
+    @field_validator("public_url", mode="before")
+    @classmethod
+    def _public_url(cls, value: object) -> object:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        if not isinstance(value, str) or not re.fullmatch(r"https?://[^\s/?#@]+(/[^\s?#]*)?", value.strip()):
+            raise ValueError("must be an http:// or https:// URL without credentials, e.g. https://host")
+        return value.strip().rstrip("/")
+
     @field_validator("opencode_url", mode="before")
     @classmethod
     def _opencode_url(cls, value: object) -> object:

@@ -43,6 +43,14 @@ def main(argv: list[str]) -> int:
         )
         return 2
 
+    if settings.notify and importlib.util.find_spec("apprise") is None:
+        print(
+            "notifications (GATEWAY_NOTIFY) need the apprise package: "
+            "pip install 'elicitation-gateway[notify]'",
+            file=sys.stderr,
+        )
+        return 2
+
     from elicitation_gateway.server.runner import serve  # imported here: keeps --help fast
 
     serve(settings)

@@ -8,6 +8,8 @@
 (() => {
   const pageQuery = new URLSearchParams(window.location.search);
   const directory = pageQuery.get("directory");
+  // A notification links to one question (`?question=que_…`): it is brought into view once shown.
+  let linked = pageQuery.get("question");
 
   const RETRY_FIRST_MS = 1000;
   const RETRY_MAX_MS = 30000;
@@ -217,6 +219,11 @@
     card.status = "shown";
     insertSorted(card.element, id);
     updateSummary();
+    if (id === linked) {
+      linked = null;
+      card.element.scrollIntoView({ block: "start" });
+      card.element.querySelector("h2").focus({ preventScroll: true });
+    }
   }
 
   function insertSorted(element, id) {
