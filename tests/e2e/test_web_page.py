@@ -485,6 +485,21 @@ async def test_phone_width_fits_without_sideways_scrolling(server, open_page):
         await screenshot(tab.page, "web-page-phone.png")
 
 
+async def test_a_link_to_one_question_opens_the_page_at_it_on_a_phone(server, open_page):
+    """What a notification links to (``/?question=que_…``): that question in view, its heading focused."""
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
+        for number in range(6):
+            await client.post("/elicitations", json=form(QUESTIONNAIRE, f"Earlier {number}"))
+        response = await client.post("/elicitations", json=form(QUESTIONNAIRE, "The linked one"))
+        linked = response.json()["id"]
+        tab = await open_page(f"{server.url}/?question={linked}", width=390, height=844)
+        card = tab.card("The linked one")
+        await expect(card.locator("h2")).to_be_focused()
+        await expect(card.locator("h2")).to_be_in_viewport()
+        await expect(tab.card("Earlier 0").locator("h2")).not_to_be_in_viewport()
+        await screenshot(tab.page, "web-page-linked-question.png")
+
+
 async def test_page_recovers_after_the_server_restarts(make_server, open_page):
     first = make_server()
     async with httpx.AsyncClient(base_url=first.url, timeout=10) as client:
