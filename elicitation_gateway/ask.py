@@ -52,6 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--timeout", type=float, metavar="SECONDS", help="how long the question waits for an answer"
     )
+    parser.add_argument(
+        "--on-timeout",
+        choices=("cancel", "default"),
+        help="at the timeout: cancel (the default), or accept the schema's defaults",
+    )
     parser.add_argument("--session-id", help="the OpenCode session the question belongs to (ses_...)")
     parser.add_argument("--directory", help="the project directory the question is about")
     parser.add_argument("--token", help="the tool-side bearer token (default: $GATEWAY_TOOL_TOKEN)")
@@ -112,7 +117,7 @@ async def _ask(args: argparse.Namespace, params: dict[str, Any]) -> dict[str, An
     async with GatewayClient(
         args.url, token=args.token, session_id=args.session_id, directory=args.directory
     ) as client:
-        result = await client.elicit(params, timeout=args.timeout)
+        result = await client.elicit(params, timeout=args.timeout, on_timeout=args.on_timeout)
     return result.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 

@@ -39,12 +39,15 @@ __all__ = [
     "GatewayError",
     "GatewayRefused",
     "GatewayUnavailable",
+    "OnTimeout",
     "default_url",
     "form_params",
     "parse_result",
 ]
 
 DEFAULT_URL = "http://127.0.0.1:4096"
+OnTimeout = Literal["cancel", "default"]
+"""At a question's timeout the tool gets ``cancel``, or (``default``) the schema's defaults accepted."""
 _RETRYABLE_STATUSES = frozenset({502, 503, 504})
 """What a proxy (or a restarting gateway) answers while the gateway cannot be reached."""
 
@@ -80,10 +83,10 @@ class GatewayClient:
     """Ask elicitations of a running gateway.
 
     ``url`` defaults to ``$GATEWAY_URL``, else ``http://127.0.0.1:4096``; ``token`` (sent as a
-    bearer token) to ``$GATEWAY_TOOL_TOKEN``. ``session_id``, ``directory`` and ``timeout`` are the
-    defaults of every :meth:`elicit`. Each wait is a long-poll of ``poll_wait`` seconds, short
-    enough for proxies that cut idle requests; a failed connection is retried for up to
-    ``reconnect_for`` seconds before :class:`GatewayUnavailable` is raised.
+    bearer token) to ``$GATEWAY_TOOL_TOKEN``. ``session_id``, ``directory``, ``timeout`` and
+    ``on_timeout`` are the defaults of every :meth:`elicit`. Each wait is a long-poll of
+    ``poll_wait`` seconds, short enough for proxies that cut idle requests; a failed connection is
+    retried for up to ``reconnect_for`` seconds before :class:`GatewayUnavailable` is raised.
 
     Use it as an async context manager, or call :meth:`aclose` when done.
     """
@@ -96,6 +99,7 @@ class GatewayClient:
         session_id: str | None = None,
         directory: str | None = None,
         timeout: float | None = None,
+        on_timeout: OnTimeout | None = None,
         poll_wait: float = 25.0,
         reconnect_for: float = 60.0,
         url_mode: Literal["error", "decline"] = "error",
@@ -106,6 +110,7 @@ class GatewayClient:
         self.session_id = session_id
         self.directory = directory
         self.timeout = timeout
+        self.on_timeout = on_timeout
         self.poll_wait = poll_wait
         self.reconnect_for = reconnect_for
         self.url_mode = url_mode
@@ -139,13 +144,15 @@ class GatewayClient:
         message_id: str | None = None,
         call_id: str | None = None,
         timeout: float | None = None,  # noqa: ASYNC109  (how long the question waits, on the gateway)
+        on_timeout: OnTimeout | None = None,
     ) -> ElicitResult:
         """Ask and wait for the person's answer.
 
         ``params`` are MCP form params (the model, or a dict as on the wire). ``timeout`` is how
         long the question waits for an answer (the gateway's default otherwise); when it passes
-        the result is ``cancel``. If the caller is cancelled, the question is withdrawn.
-        Raises :class:`GatewayError` (or a subclass) when no result can be had.
+        the result is ``cancel``, or with ``on_timeout="default"`` the schema's defaults accepted.
+        If the caller is cancelled, the question is withdrawn. Raises :class:`GatewayError` (or a
+        subclass) when no result can be had.
         """
         creating = asyncio.ensure_future(
             self.create(
@@ -155,6 +162,7 @@ class GatewayClient:
                 message_id=message_id,
                 call_id=call_id,
                 timeout=timeout,
+                on_timeout=on_timeout,
             )
         )
         try:
@@ -174,6 +182,7 @@ class GatewayClient:
         message_id: str | None = None,
         call_id: str | None = None,
         timeout: float | None = None,  # noqa: ASYNC109  (how long the question waits, on the gateway)
+        on_timeout: OnTimeout | None = None,
     ) -> str:
         """Ask without waiting (``POST /elicitations``); return the elicitation's id."""
         body = form_params(params)
@@ -183,6 +192,7 @@ class GatewayClient:
             "messageID": message_id,
             "callID": call_id,
             "timeout": _seconds(timeout or self.timeout),
+            "onTimeout": on_timeout or self.on_timeout,
         }
         query = {name: value for name, value in query.items() if value is not None}
         # Not retried: a lost response may have asked already, and a gateway that is down should fail fast.

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from elicitation_gateway import events, ids
-from elicitation_gateway.conversion.answers import answers_to_content
+from elicitation_gateway.conversion.answers import AnswerError, answers_to_content
 from elicitation_gateway.conversion.schema import SOFT_QUESTION_LIMIT, Form, SchemaError, build_form
 from elicitation_gateway.conversion.sensitive import sensitive_property
 from elicitation_gateway.metrics import Metrics
@@ -24,7 +24,7 @@ from elicitation_gateway.models import QuestionRequest, QuestionTool
 from elicitation_gateway.notify import Notifier
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores import make_store
-from elicitation_gateway.stores.base import Record, Status, Store, StoreUnavailable, Subscription
+from elicitation_gateway.stores.base import OnTimeout, Record, Status, Store, StoreUnavailable, Subscription
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +65,7 @@ class AskOptions:
     directory: str | None = None
     tool: QuestionTool | None = None
     timeout: float | None = None
+    on_timeout: OnTimeout = "cancel"
 
 
 def normalize_directory(directory: str | None) -> str | None:
@@ -100,7 +101,7 @@ class Gateway:
     async def start(self) -> None:
         await self.store.start()
         if self.settings.notify:
-            self.notifier = Notifier(self.settings, self.metrics)
+            self.notifier = Notifier(self.settings, self.metrics, self._still_pending)
             self.notifier.start()
         if self.store.shared:
             self._watcher = asyncio.get_running_loop().create_task(self._watch_shared_questions())
@@ -129,9 +130,9 @@ class Gateway:
                 await self._finish(request_id, "cancelled", {"action": CANCEL}, reason="shutdown")
         except StoreUnavailable as error:
             logger.warning("shutdown could not finish pending questions: %s", error)
-        await self.store.close()
         if self.notifier is not None:
-            await self.notifier.stop()
+            await self.notifier.stop(flush=outlive)
+        await self.store.close()
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
@@ -142,6 +143,13 @@ class Gateway:
 
     async def healthy(self) -> bool:
         return await self.store.healthy()
+
+    async def _still_pending(self, request_id: str) -> bool:
+        try:
+            record = await self.store.get(request_id)
+        except StoreUnavailable:
+            return True  # better told twice than not at all
+        return record is not None and record.pending
 
     async def count_pending(self) -> int:
         return await self.store.count_pending()
@@ -189,6 +197,8 @@ class Gateway:
         if self._closing:
             raise ShuttingDown("the gateway is shutting down")
         form = self._form(schema, message)
+        if options.on_timeout == "default":
+            _check_defaults(form)
         session_id = options.session_id or self.default_session_id
         await self._check_room(session_id)
         request = QuestionRequest(
@@ -213,6 +223,7 @@ class Gateway:
             directory=normalize_directory(options.directory),
             created_at=now,
             expires_at=now + timeout,
+            on_timeout=options.on_timeout,
         )
         await self.store.add(record)
         self.metrics.asked.inc()
@@ -359,16 +370,20 @@ class Gateway:
         *,
         answers: list[list[str]] | None = None,
         reason: str,
+        defaulted: bool = False,
     ) -> Record | None:
+        """``defaulted``: answered with the defaults at the timeout, not by a person (not timed)."""
         record = await self.store.finish(request_id, status, result, answers)
         if record is None:
             return None
         timer = self._timers.pop(request_id, None)
         if timer is not None:
             timer.cancel()
+        if self.notifier is not None:
+            self.notifier.forget(request_id)
         duration = (record.finished_at or record.created_at) - record.created_at
         self.metrics.finished.labels(status).inc()
-        if status == "answered":
+        if status == "answered" and not defaulted:
             self.metrics.time_to_answer.observe(duration)
         logger.info(
             "elicitation %s %s (%s) after %.1f s",
@@ -395,6 +410,21 @@ class Gateway:
 
     async def _expire(self, request_id: str) -> None:
         try:
+            record = await self.store.get(request_id)
+            if record is not None and record.pending and record.on_timeout == "default":
+                # Checked when asked: every required field has a default. The person's empty reply,
+                # given on their behalf, so answerers see question.replied like any other answer.
+                answers: list[list[str]] = [[] for _ in record.form.fields]
+                result = {"action": ACCEPT, "content": answers_to_content(record.form, answers)}
+                await self._finish(
+                    request_id,
+                    "answered",
+                    result,
+                    answers=answers,
+                    reason="timed out, defaults",
+                    defaulted=True,
+                )
+                return
             await self._finish(request_id, "expired", {"action": CANCEL}, reason="timed out")
         except StoreUnavailable as error:  # a shared store's replicas expire it once it is back
             logger.warning("elicitation %s could not expire now: %s", request_id, error)
@@ -429,3 +459,15 @@ class Gateway:
             record = await self.store.get(event.properties["id"])
             if record is not None and record.pending:
                 self._schedule_expiry(record.id, record.expires_at - time.time())
+
+
+def _check_defaults(form: Form) -> None:
+    """``onTimeout=default`` needs a default for every required field: refused when asked, not at expiry."""
+    try:
+        answers_to_content(form, [[] for _ in form.fields])
+    except AnswerError as error:
+        keys = ", ".join(repr(form.fields[issue.index].key) for issue in error.issues) or error.message
+        raise SchemaError(
+            f"onTimeout=default needs a default for every required field; {keys} has none",
+            code="invalid_timeout_choice",
+        ) from None

@@ -100,6 +100,12 @@ class Settings(BaseSettings):
     )
     notify_timeout: float = Field(10, gt=0, description="Seconds one notification attempt may take.")
     notify_retries: int = Field(3, ge=0, description="Attempts after a failed notification.")
+    notify_remind: float = Field(
+        0,
+        ge=0,
+        description="Seconds before a question expires to notify again while it is unanswered (only "
+        "questions whose timeout is longer get a reminder). 0: no reminders.",
+    )
 
     @field_validator("notify", mode="before")
     @classmethod

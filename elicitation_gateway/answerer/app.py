@@ -6,6 +6,7 @@ goes. A request leaves when it is answered or rejected, here or anywhere else.
 """
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
@@ -86,6 +87,7 @@ class AnswerApp(App[None]):
 
     def on_mount(self) -> None:
         self._show_status()
+        self.set_interval(15, self._show_status)  # the time left, kept current
         self.run_worker(self.stream.follow(self._on_event, self._on_status), name="events", group="events")
 
     async def on_unmount(self) -> None:
@@ -113,7 +115,11 @@ class AnswerApp(App[None]):
             if self.view is not None:
                 await self.view.remove()
             self.shown_id = oldest
-            self.query_one("#idle").display = oldest is None
+            self._show_status()
+            idle = self.query("#idle")
+            if not idle:  # the app closed meanwhile
+                return
+            idle.first().display = oldest is None
             if oldest is not None:
                 await body.mount(RequestView(self.drafts[oldest]))
 
@@ -132,7 +138,9 @@ class AnswerApp(App[None]):
             line = Content.assemble("○ connecting to ", url, "…")
         count = len(self.drafts)
         waiting = f"request 1 of {count}" if count else "nothing waiting"
-        status.update(Content.assemble(line, "  ·  ", waiting))
+        shown = self.drafts.get(self.shown_id) if self.shown_id is not None else None
+        expiry = shown.form.expiry(time.time()) if shown is not None else ""
+        status.update(Content.assemble(line, "  ·  ", waiting, *(("  ·  ", expiry) if expiry else ())))
         status.set_class(not self.connected and bool(self.status_reason), "down")
 
     @staticmethod

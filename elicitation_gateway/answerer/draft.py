@@ -5,6 +5,7 @@ data and no I/O, so that the screen only draws what a :class:`Draft` holds and t
 exactly :meth:`Draft.answers`.
 """
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,12 +83,35 @@ class RequestForm:
     id: str
     message: str
     questions: tuple[Question, ...]
+    expires_at: float | None = None
+    """Seconds since the epoch."""
+    on_timeout: str = "cancel"
+    """What the tool gets at expiry: ``cancel``, or ``default`` (the defaults accepted)."""
 
     @classmethod
     def from_form(cls, described: dict[str, Any]) -> "RequestForm":
         message = str(described.get("message") or "")
         questions = [Question.from_form(f) for f in described.get("fields", [])]
-        return cls(id=str(described["id"]), message=message, questions=tuple(questions))
+        expires_at = described.get("expiresAt")
+        return cls(
+            id=str(described["id"]),
+            message=message,
+            questions=tuple(questions),
+            expires_at=float(expires_at) if isinstance(expires_at, int | float) else None,
+            on_timeout="default" if described.get("onTimeout") == "default" else "cancel",
+        )
+
+    def expiry(self, now: float) -> str:
+        """How long the request has left, as the status line says it ("" when the gateway did not say)."""
+        if self.expires_at is None:
+            return ""
+        what = "defaults sent" if self.on_timeout == "default" else "expires"
+        seconds = round(self.expires_at - now)
+        if seconds <= 60:
+            return f"{what} in under a minute"
+        if seconds < 90 * 60:
+            return f"{what} in {round(seconds / 60)} min"
+        return f"{what} at {time.strftime('%H:%M', time.localtime(self.expires_at))}"
 
 
 @dataclass

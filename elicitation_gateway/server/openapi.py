@@ -195,6 +195,12 @@ _ASK_PARAMETERS = [
         "schema": {"type": "number", "exclusiveMinimum": 0},
         "description": "Seconds to wait for an answer (capped by GATEWAY_MAX_TIMEOUT).",
     },
+    {
+        "name": "onTimeout",
+        "in": "query",
+        "schema": {"type": "string", "enum": ["cancel", "default"], "default": "cancel"},
+        "description": "At expiry: cancel, or accept the schema's defaults (every required field needs one).",
+    },
 ]
 _DIRECTORY = [
     {"name": "directory", "in": "query", "schema": {"type": "string"}},

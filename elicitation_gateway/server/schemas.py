@@ -175,6 +175,9 @@ class QuestionForm(Body):
     message: str
     legacy: bool = Field(description='A top-level enum (or array of enum): the content is {"value": ...}.')
     expiresAt: float = Field(description="When the question expires, in seconds since the epoch.")
+    onTimeout: Literal["cancel", "default"] = Field(
+        description="What the tool gets at expiry: cancel, or the schema's defaults accepted."
+    )
     fields: list[FormField]
 
 

@@ -21,6 +21,7 @@ from elicitation_gateway.conversion.schema import Form
 from elicitation_gateway.models import QuestionRequest
 
 Status = Literal["pending", "answered", "declined", "cancelled", "expired"]
+OnTimeout = Literal["cancel", "default"]
 
 FINISHED_FORM = Form(fields=(), questions=())
 
@@ -36,6 +37,8 @@ class Record(BaseModel):
     directory: str | None = None
     created_at: float
     expires_at: float
+    on_timeout: OnTimeout = "cancel"
+    """At expiry: ``cancel``, or ``default`` (accept the schema's defaults, checked when asked)."""
     status: Status = "pending"
     result: dict[str, Any] | None = None
     """The MCP ``ElicitResult`` on the wire, once finished."""

@@ -252,7 +252,7 @@ async def test_a_refused_answer_shows_the_servers_message_and_stays_open(server,
 
 
 async def test_requests_show_oldest_first_and_vanish_when_finished_elsewhere(server, client):
-    first = ask(client, form({"enum": ["a", "b"]}, "First"))
+    first = ask(client, form({"enum": ["a", "b"]}, "First"), timeout="600")
     [older] = await pending(client)
     second = ask(client, form({"enum": ["c", "d"]}, "Second"))
     [_, newer] = await pending(client, 2)
@@ -262,6 +262,7 @@ async def test_requests_show_oldest_first_and_vanish_when_finished_elsewhere(ser
         assert text_of(view.query_one("#message", Static)) == "First"
         await until(pilot, lambda: "request 1 of 2" in status_text(app), "the status counts both")
         assert app.shown_id == older["id"]
+        assert "expires in 10 min" in status_text(app)
 
         reply = await client.post(f"/question/{older['id']}/reply", json={"answers": [["b"]]})
         assert reply.status_code == 200
@@ -420,3 +421,20 @@ def _server_on(port: int, record_subscriptions: list[str | None] | None = None) 
 
         gateway.gateway.store.subscribe = recording  # type: ignore[method-assign]
     return gateway.start()
+
+
+async def test_the_status_says_when_defaults_will_be_sent(server, client):
+    tool = ask(
+        client,
+        form(GO | {"properties": {"go": {"type": "boolean", "default": True}}}),
+        timeout="1800",
+        onTimeout="default",
+    )
+    [request] = await pending(client)
+    app = answerer(server)
+    async with app.run_test() as pilot:
+        await shown(pilot, request["id"])
+        await until(pilot, lambda: "defaults sent in 30 min" in status_text(app), "the status says it")
+        await client.post(f"/question/{request['id']}/reject")
+        await until(pilot, lambda: not app.drafts, "the request leaves")
+    assert (await tool).json() == {"action": "cancel"}

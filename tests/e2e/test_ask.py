@@ -120,6 +120,15 @@ async def test_a_question_that_times_out_exits_2(server):
     assert (done.code, done.result) == (CANCELLED, {"action": "cancel"})
 
 
+async def test_on_timeout_default_accepts_the_defaults_and_exits_0(server):
+    schema = {"type": "object", "properties": {"deploy": {"type": "boolean", "default": False}}}
+    ask = await start_ask(
+        "--url", server.url, "--timeout", "0.3", "--on-timeout", "default", stdin=json.dumps(form(schema))
+    )
+    done = await ask.finished()
+    assert (done.code, done.result) == (0, {"action": "accept", "content": {"deploy": False}})
+
+
 @pytest.mark.parametrize(
     ("args", "stdin", "says"),
     [

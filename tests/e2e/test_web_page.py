@@ -216,6 +216,7 @@ async def test_every_kind_is_rendered_answered_and_typed(server, open_page):
         await expect(card).to_be_visible()
         await expect(page.locator("#summary")).to_have_text("1 request waiting for an answer")
         await expect(card.locator(".card-meta")).to_contain_text("13 questions")
+        await expect(card.locator(".card-meta .expires")).to_have_text(re.compile(r"^expires (in|at) "))
 
         # Single choice: radio buttons with descriptions; multi: check boxes with the allowed count.
         model = question(card, "model")
@@ -370,6 +371,29 @@ async def test_questions_finished_elsewhere_vanish(server, open_page):
         await expect(tab.page.locator("#notices")).to_contain_text("Closed elsewhere or timed out")
         await expect(titles).to_have_text(["Still waiting"])
         await expect(tab.page.locator("#summary")).to_have_text("1 request waiting for an answer")
+
+
+async def test_each_card_says_how_long_it_has_left_and_what_happens_then(server, open_page):
+    """The deadline on every card, and whether the tool then gets the defaults (``?onTimeout=default``)."""
+    with_default = {"type": "object", "properties": {"go": {"type": "boolean", "default": True}}}
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
+        await client.post(
+            "/elicitations", json=form({"enum": ["a", "b"]}, "Ten minutes"), params={"timeout": 600}
+        )
+        await client.post(
+            "/elicitations",
+            json=form(with_default, "Half an hour"),
+            params={"timeout": 1800, "onTimeout": "default"},
+        )
+        soon = ask(client, form(with_default, "Two seconds"), timeout="2", onTimeout="default")
+        tab = await open_page(server.url)
+        await expect(tab.card("Ten minutes").locator(".expires")).to_have_text("expires in 10 min")
+        await expect(tab.card("Half an hour").locator(".expires")).to_have_text("defaults sent in 30 min")
+        await expect(tab.card("Two seconds").locator(".expires")).to_have_text(
+            "defaults sent in under a minute"
+        )
+        await expect(tab.card("Two seconds")).to_have_count(0, timeout=10_000)
+        assert (await soon).json() == {"action": "accept", "content": {"go": True}}
 
 
 async def test_decline_and_dismiss_reach_the_tool(server, open_page):

@@ -92,6 +92,23 @@ async def test_a_question_that_times_out_gives_cancel(server):
     assert result.action == "cancel"
 
 
+async def test_on_timeout_default_gives_the_schemas_defaults(server):
+    """``on_timeout="default"``, per call or as the client's default: accept with the defaults."""
+    with_defaults = {
+        "type": "object",
+        "properties": {"color": {"type": "string", "enum": ["red", "green"], "default": "red"}},
+        "required": ["color"],
+    }
+    async with GatewayClient(server.url, poll_wait=0.2) as gateway:
+        result = await gateway.elicit(form(with_defaults), timeout=0.3, on_timeout="default")
+    assert result == types.ElicitResult(action="accept", content={"color": "red"})
+    async with GatewayClient(server.url, poll_wait=0.2, on_timeout="default") as gateway:
+        assert (await gateway.elicit(form(with_defaults), timeout=0.3)).action == "accept"
+        with pytest.raises(GatewayRefused) as refused:  # count has no default: refused, nothing asked
+            await gateway.elicit(form(SCHEMA), timeout=0.3)
+    assert refused.value.code == "invalid_timeout_choice"
+
+
 async def test_the_default_timeout_of_the_client_applies(server, client):
     async with GatewayClient(server.url, timeout=42) as gateway:
         request_id = await gateway.create(form(SCHEMA))

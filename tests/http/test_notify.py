@@ -12,6 +12,8 @@ import httpx
 import pytest
 from aiohttp import web
 
+pytest_plugins = ["tests.redis_server"]
+
 PASSWORD = "answerer-secret-4f9a"
 PARAMS = {
     "message": "Deploy the release?\nIt touches the billing service.",
@@ -156,3 +158,69 @@ async def test_a_slow_receiver_never_delays_the_ask_and_its_attempts_time_out(ma
         assert len(slow.posts) == 2  # the first attempt and one retry, each cut off at notify_timeout
     finally:
         await slow.stop()
+
+
+async def test_a_question_still_unanswered_near_its_expiry_is_notified_again(make_server, receiver):
+    """``GATEWAY_NOTIFY_REMIND``: a reminder that long before the timeout, only while unanswered, and only
+    for questions that last longer than that."""
+    server = make_server(notify=[receiver.url], notify_remind=1, public_url="https://gateway.example.com")
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
+        answered = (await http.post("/elicitations", json=PARAMS, params={"timeout": "1.6"})).json()["id"]
+        short = await http.post("/elicitations", json=PARAMS, params={"timeout": "0.8"})  # too short
+        assert short.status_code == 201
+        reminded = (await http.post("/elicitations", json=PARAMS, params={"timeout": "1.6"})).json()["id"]
+        reply = await http.post(f"/question/{answered}/reply", json={"answers": [["staging"], []]})
+        assert reply.status_code == 200
+        await wait_for_metric(http, "gateway_notifications_sent_total", 4, within=10)
+        await asyncio.sleep(1.2)  # every question has expired: no later reminder can come
+        text = await metrics_of(http)
+    bodies = [json.loads(post["body"]) for post in receiver.posts]
+    titles = [body["title"] for body in bodies]
+    assert titles == ["Question: Target"] * 3 + ["Reminder: Target"], titles
+    assert "Still unanswered: it is cancelled in 1 min." in bodies[3]["message"]
+    assert f"?question={reminded}" in bodies[3]["message"]  # not the answered one, nor the short one
+    assert metric(text, "gateway_notifications_sent_total") == 4
+
+
+async def test_queued_notifications_are_sent_before_a_durable_gateway_stops(make_server, tmp_path):
+    """On SQLite (or Redis) the questions outlive the process, so what is queued is still sent."""
+    slow = await Receiver(delay=0.3).start()
+    try:
+        server = make_server(notify=[slow.url], store=f"sqlite:///{tmp_path / 'gateway.db'}")
+        async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
+            for _ in range(3):
+                await ask(http)
+        await asyncio.to_thread(server.stop)
+        assert len(slow.posts) == 3
+    finally:
+        await slow.stop()
+
+
+async def test_two_replicas_on_redis_notify_and_remind_once(make_server, receiver, redis_url):
+    """Each question is notified by the replica that asked it, and only once in the cluster; the other
+    replica, which sees it too, stays quiet. One answered on the other replica gets no reminder."""
+    settings = {
+        "notify": [receiver.url],
+        "notify_remind": 1,
+        "store": redis_url,
+        "public_url": "https://gw.test",
+    }
+    first, second = make_server(**settings), make_server(**settings)
+    async with (
+        httpx.AsyncClient(base_url=first.url, timeout=10) as one,
+        httpx.AsyncClient(base_url=second.url, timeout=10) as other,
+    ):
+        reminded = (await one.post("/elicitations", json=PARAMS, params={"timeout": "1.6"})).json()["id"]
+        answered = (await other.post("/elicitations", json=PARAMS, params={"timeout": "1.6"})).json()["id"]
+        reply = await one.post(f"/question/{answered}/reply", json={"answers": [["staging"], []]})
+        assert reply.status_code == 200
+        await asyncio.sleep(2.5)  # both questions are over: any notification would have come
+        sent = [
+            metric(await metrics_of(client), "gateway_notifications_sent_total") for client in (one, other)
+        ]
+    bodies = [json.loads(post["body"]) for post in receiver.posts]
+    titles = sorted(body["title"] for body in bodies)
+    assert titles == ["Question: Target", "Question: Target", "Reminder: Target"]
+    [reminder] = [body for body in bodies if body["title"].startswith("Reminder")]
+    assert f"?question={reminded}" in reminder["message"]
+    assert sent == [2, 1]  # the first asked one and reminded it; the second asked one

@@ -393,6 +393,7 @@ TRIGGERS: dict[tuple[Any, ...], Trigger] = {
     (400, "tool", "invalid_session"): post("/elicit", json=FORM, params={"sessionID": "abc"}),
     (400, "tool", "invalid_tool"): post("/elicit", json=FORM, params={"messageID": "a b"}),
     (400, "tool", "invalid_timeout"): post("/elicit", json=FORM, params={"timeout": "-1"}),
+    (400, "tool", "invalid_timeout_choice"): post("/elicit", json=FORM, params={"onTimeout": "later"}),
     (400, "tool", "invalid_wait"): get("/elicitations/que_unknown?wait=soon"),
     (404, "tool", "not_found"): one_server(_not_found),
     (405, "tool", "method_not_allowed"): get("/elicit"),

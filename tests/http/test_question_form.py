@@ -1,5 +1,7 @@
 """``GET /question/{id}/form``: what each question accepts, for answerers that render real forms."""
 
+import time
+
 from tests.conftest import captured_schema_files, load_params
 from tests.helpers import form, pending
 
@@ -93,3 +95,22 @@ async def test_form_of_unknown_finished_or_malformed_ids(client):
     malformed = await client.get("/question/abc/form")
     assert malformed.status_code == 400
     assert malformed.json()["data"]["kind"] == "Params"
+
+
+async def test_form_says_when_the_question_expires(client):
+    """``expiresAt`` is the question's deadline in seconds since the epoch: now plus its ``timeout``."""
+    before = time.time()
+    await client.post("/elicitations", json=spec_params(), params={"timeout": "120"})
+    [request] = await pending(client)
+    described = (await client.get(f"/question/{request['id']}/form")).json()
+    assert before + 120 <= described["expiresAt"] <= time.time() + 120
+    assert described["onTimeout"] == "cancel"
+
+
+async def test_form_says_what_the_tool_gets_at_expiry(client):
+    """``onTimeout``: answerers can say that the defaults will be sent when nobody answers."""
+    with_defaults = {"type": "object", "properties": {"go": {"type": "boolean", "default": True}}}
+    await client.post("/elicitations", json=form(with_defaults), params={"onTimeout": "default"})
+    [request] = await pending(client)
+    described = (await client.get(f"/question/{request['id']}/form")).json()
+    assert described["onTimeout"] == "default"

@@ -193,6 +193,77 @@ async def test_per_request_timeout_cancels_and_rejects(client):
     }
 
 
+DEFAULTS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "color": {"type": "string", "enum": ["red", "green"], "default": "green"},
+        "count": {"type": "integer", "default": 2},
+        "note": {"type": "string"},
+    },
+    "required": ["color", "count"],
+}
+
+
+async def test_on_timeout_default_accepts_the_defaults(client):
+    """``?onTimeout=default``: at expiry the tool gets ``accept`` with the schema's defaults (an optional
+    field without one is left out), answerers see ``question.replied`` with empty answers, and its status
+    is ``answered``. Nobody answered, so it is not timed as an answer in ``/metrics``."""
+    timed_before = await answers_timed(client)
+    async with read_events(client) as events:
+        tool = ask(client, form(DEFAULTS_SCHEMA), timeout="0.3", onTimeout="default")
+        asked = await events.next("question.asked")
+        request_id = asked.properties["id"]
+        replied = await events.next("question.replied")
+        assert replied.properties["requestID"] == request_id
+        assert replied.properties["answers"] == [[], [], []]
+        accepted = {"action": "accept", "content": {"color": "green", "count": 2}}
+        assert (await tool).json() == accepted
+    assert (await client.get("/question")).json() == []
+    assert await status_of(client, request_id) == {"id": request_id, "status": "answered", "result": accepted}
+    assert await answers_timed(client) == timed_before
+
+
+async def answers_timed(client) -> float:
+    metrics = (await client.get("/metrics")).text
+    [line] = [
+        line for line in metrics.splitlines() if line.startswith("gateway_time_to_answer_seconds_count")
+    ]
+    return float(line.split()[-1])
+
+
+async def test_on_timeout_default_long_poll(client):
+    """``POST /elicitations?onTimeout=default``: the long poll returns ``answered`` with the defaults."""
+    request_id = await create(client, form(DEFAULTS_SCHEMA), timeout="0.3", onTimeout="default")
+    body = await status_of(client, request_id, wait="30")
+    accepted = {"action": "accept", "content": {"color": "green", "count": 2}}
+    assert body == {"id": request_id, "status": "answered", "result": accepted}
+
+
+async def test_on_timeout_cancel_is_the_default_behaviour(client):
+    """``?onTimeout=cancel`` spelled out behaves as without it, also for a schema with defaults."""
+    request_id = await create(client, form(DEFAULTS_SCHEMA), timeout="0.3", onTimeout="cancel")
+    body = await status_of(client, request_id, wait="30")
+    assert body == {"id": request_id, "status": "expired", "result": {"action": "cancel"}}
+
+
+@pytest.mark.parametrize("path", ["/elicit", "/elicitations"])
+async def test_on_timeout_default_without_defaults_is_refused(client, path):
+    """A required field without a default cannot be accepted at expiry: 400 when asked, naming it,
+    and nothing is asked."""
+    response = await client.post(path, json=form(COLOR_SCHEMA), params={"onTimeout": "default"})
+    assert response.status_code == 400
+    body = response.json()
+    assert body["error"] == "invalid_timeout_choice"
+    assert "'color'" in body["message"]
+    assert (await client.get("/question")).json() == []
+
+
+async def test_unknown_on_timeout_is_refused(client):
+    response = await client.post("/elicitations", json=form(DEFAULTS_SCHEMA), params={"onTimeout": "later"})
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_timeout_choice"
+
+
 async def test_default_timeout_comes_from_settings(make_server):
     """Without ``?timeout=`` the ``timeout`` setting applies."""
     server = make_server(timeout=0.3)

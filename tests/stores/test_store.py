@@ -95,6 +95,16 @@ async def test_add_keeps_the_record_pending_and_publishes_asked(make_store):
     subscription.close()
 
 
+async def test_every_field_of_a_record_is_kept(make_store):
+    """What the gateway reads back (after a restart on SQLite, on another replica with Redis) is what it
+    stored, down to the choice made for the timeout."""
+    store = await make_store()
+    stored = record("que_1", "/p").model_copy(update={"on_timeout": "default"})
+    await store.add(stored)
+    assert await store.get("que_1") == stored
+    assert await store.pending() == [stored]
+
+
 async def test_pending_lists_oldest_first(make_store):
     store = await make_store()
     for name in ("que_1", "que_2", "que_3"):

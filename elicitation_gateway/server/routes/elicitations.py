@@ -144,7 +144,7 @@ async def _ask(request: Request, gateway: Gateway, params: Any) -> Record:
     try:
         return await gateway.ask(message, schema, options)
     except SchemaError as error:
-        status = 400 if error.code == "invalid_schema" else 422
+        status = 400 if error.code in ("invalid_schema", "invalid_timeout_choice") else 422
         raise ToolError(status, error.code, error.message) from None
     except LimitExceeded as error:
         raise ToolError(429, "too_many_pending", str(error)) from None

@@ -117,11 +117,17 @@ def parse_options(request: Request) -> AskOptions:
         if value is not None and not _printable_id(value):
             raise ToolError(400, "invalid_tool", f"{name} must be a short id without spaces")
     tool = QuestionTool(messageID=message_id or "", callID=call_id or "") if message_id or call_id else None
+    on_timeout = query.get("onTimeout", "cancel")
+    if on_timeout not in ("cancel", "default"):
+        raise ToolError(
+            400, "invalid_timeout_choice", f'onTimeout must be "cancel" or "default", not {on_timeout!r}'
+        )
     return AskOptions(
         session_id=session_id,
         directory=query.get("directory"),
         tool=tool,
         timeout=parse_seconds(query.get("timeout"), "timeout"),
+        on_timeout=on_timeout,
     )
 
 

@@ -120,5 +120,6 @@ def describe_form(record: Record) -> QuestionForm:
         message=record.message,
         legacy=form.legacy,
         expiresAt=record.expires_at,
+        onTimeout=record.on_timeout,
         fields=[FormField.of(field, question, text) for field, question, text in questions],
     )

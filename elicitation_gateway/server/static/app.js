@@ -289,7 +289,15 @@
     const base = `r-${spec.id}`;
     const titleId = `${base}-title`;
 
-    const expires = el("span", { className: "expires", "data-expires-at": spec.expiresAt });
+    const expires = el("span", {
+      className: "expires",
+      "data-expires-at": spec.expiresAt,
+      "data-on-timeout": spec.onTimeout || "cancel",
+      title:
+        spec.onTimeout === "default"
+          ? "Unanswered by then, the tool gets the defaults shown"
+          : "Unanswered by then, the tool is told nobody answered",
+    });
     updateExpiry(expires);
     const meta = el(
       "p",
@@ -340,11 +348,12 @@
     const at = Number(node.dataset.expiresAt) * 1000;
     if (!at) return;
     const seconds = Math.round((at - Date.now()) / 1000);
-    let words;
-    if (seconds <= 60) words = "expires in under a minute";
-    else if (seconds < 90 * 60) words = `expires in ${Math.round(seconds / 60)} min`;
-    else words = `expires at ${new Date(at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}`;
-    node.textContent = words;
+    const what = node.dataset.onTimeout === "default" ? "defaults sent" : "expires";
+    let when;
+    if (seconds <= 60) when = "in under a minute";
+    else if (seconds < 90 * 60) when = `in ${Math.round(seconds / 60)} min`;
+    else when = `at ${new Date(at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}`;
+    node.textContent = `${what} ${when}`;
   }
 
   setInterval(() => document.querySelectorAll(".expires").forEach(updateExpiry), 15000);
