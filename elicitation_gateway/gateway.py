@@ -13,14 +13,16 @@ import posixpath
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from elicitation_gateway import events, ids
 from elicitation_gateway.conversion.answers import AnswerError, answers_to_content
 from elicitation_gateway.conversion.schema import SOFT_QUESTION_LIMIT, Form, SchemaError, build_form
 from elicitation_gateway.conversion.sensitive import sensitive_property
 from elicitation_gateway.metrics import Metrics
-from elicitation_gateway.models import QuestionRequest, QuestionTool
+from elicitation_gateway.models import QuestionInfo, QuestionRequest, QuestionTool
 from elicitation_gateway.notify import Notifier
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores import make_store
@@ -201,12 +203,7 @@ class Gateway:
             _check_defaults(form)
         session_id = options.session_id or self.default_session_id
         await self._check_room(session_id)
-        request = QuestionRequest(
-            id=ids.question_id(),
-            sessionID=session_id,
-            questions=list(form.questions),
-            tool=options.tool,
-        )
+        request = QuestionRequest.new(ids.question_id(), session_id, list(form.questions), options.tool)
         if len(form.fields) > SOFT_QUESTION_LIMIT:
             logger.warning(
                 "elicitation %s asks %d questions; more than %d are hard to answer well",
@@ -216,15 +213,8 @@ class Gateway:
             )
         timeout = min(options.timeout or self.settings.timeout, self.settings.max_timeout)
         now = time.time()
-        record = Record(
-            request=request,
-            form=form,
-            message=message,
-            directory=normalize_directory(options.directory),
-            created_at=now,
-            expires_at=now + timeout,
-            on_timeout=options.on_timeout,
-        )
+        directory = normalize_directory(options.directory)
+        record = Record.new(request, form, message, directory, now, now + timeout, options.on_timeout)
         await self.store.add(record)
         self.metrics.asked.inc()
         self._schedule_expiry(record.id, timeout)
@@ -267,11 +257,12 @@ class Gateway:
         equal to the schema's form without a message are that form's own objects, kept once."""
         form, plain = self._convert(json.loads(key), message), self._plain_form(key)
         questions = tuple(
-            theirs if mine == theirs else mine
+            _sharing_options(mine, theirs)
             for mine, theirs in zip(form.questions, plain.questions, strict=True)
         )
         fields = plain.fields if form.fields == plain.fields else form.fields
-        return form.model_copy(update={"fields": fields, "questions": questions})
+        texts = plain.texts if form.texts == plain.texts else form.texts
+        return _like(plain, form, fields=fields, questions=questions, texts=texts)
 
     def _convert(self, schema: Any, message: str) -> Form:
         """The form for ``schema``; raises SchemaError for one it cannot (or may not) ask."""
@@ -459,6 +450,27 @@ class Gateway:
             record = await self.store.get(event.properties["id"])
             if record is not None and record.pending:
                 self._schedule_expiry(record.id, record.expires_at - time.time())
+
+
+def _sharing_options(mine: QuestionInfo, theirs: QuestionInfo) -> QuestionInfo:
+    """``mine``, made of ``theirs`` where they are equal: the same question, or at least its options."""
+    if mine == theirs:
+        return theirs
+    if mine.options == theirs.options:
+        return _like(theirs, mine, options=theirs.options)
+    return mine
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def _like(shared: _Model, model: _Model, **changes: Any) -> _Model:
+    """``model`` with ``changes``, sharing ``shared``'s set of field names when it is the same (pydantic
+    keeps one per instance, and it costs more than the rest of a small model)."""
+    fields_set = shared.model_fields_set
+    if model.model_fields_set != fields_set:
+        fields_set = model.model_fields_set
+    return type(model).model_construct(fields_set, **{**model.__dict__, **changes})
 
 
 def _check_defaults(form: Form) -> None:
