@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -41,24 +40,6 @@ async def _server_error(request: Request, error: Exception) -> JSONResponse:
     return JSONResponse({"error": "internal", "message": "unexpected error; see the server log"}, 500)
 
 
-LOCAL_ORIGINS = r"https?://(localhost|127\.0\.0\.1|\[::1\])(:[0-9]+)?"
-
-
-def cors(settings: Settings) -> Middleware:
-    """As OpenCode allows: local pages on any port, plus configured origins; ``*`` never with credentials."""
-    wildcard = "*" in settings.cors_origins
-    return Middleware(
-        CORSMiddleware,
-        allow_origins=settings.cors_origins,
-        allow_origin_regex=LOCAL_ORIGINS,
-        allow_credentials=not wildcard,
-        allow_methods=["GET", "POST", "DELETE"],
-        allow_headers=["Authorization", "Content-Type", "Last-Event-ID", "x-opencode-directory"],
-        expose_headers=["Location"],
-        max_age=600,
-    )
-
-
 async def _store_unavailable(request: Request, error: Exception) -> JSONResponse:
     return JSONResponse(
         {"error": "store_unavailable", "message": str(error)}, status_code=503, headers={"Retry-After": "1"}
@@ -69,7 +50,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     settings = settings or Settings()
     gateway = gateway or Gateway(settings)
     mcp = McpEndpoint(gateway, settings)
-    middleware = [cors(settings), Middleware(AccessControl, settings=settings)]
+    middleware = [Middleware(AccessControl, settings=settings)]
     bridge = None
     if settings.opencode_url:  # bridge mode: decided here, so that without it nothing changes
         from elicitation_gateway.server.bridge import Bridge

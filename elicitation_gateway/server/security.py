@@ -7,7 +7,12 @@
   server does it, or ``?auth_token=<base64 user:pass>`` for browsers' EventSource, which cannot send
   headers.
 
-Written as plain ASGI middleware: Starlette's ``BaseHTTPMiddleware`` misbehaves with streams.
+Web pages on other origins may call it as OpenCode allows them (CORS): local pages on any port, and
+``GATEWAY_CORS_ORIGINS``.
+
+Written as plain ASGI middleware, one pass over the request for both: Starlette's
+``BaseHTTPMiddleware`` misbehaves with streams, and a request without an ``Origin`` (every tool and
+answerer but a browser) skips the CORS machinery.
 """
 
 import base64
@@ -20,7 +25,8 @@ from typing import Literal
 from urllib.parse import parse_qs
 
 from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from elicitation_gateway.settings import Settings
 
@@ -45,15 +51,48 @@ def same_secret(given: str, expected: str) -> bool:
     return hmac.compare_digest(given.encode(), expected.encode())
 
 
+LOCAL_ORIGINS = r"https?://(localhost|127\.0\.0\.1|\[::1\])(:[0-9]+)?"
+VARY_ORIGIN = (b"vary", b"Origin")
+
+
 class AccessControl:
+    """Credentials checked where a side has them; for a browser's request, CORS around that."""
+
     def __init__(self, app: ASGIApp, settings: Settings) -> None:
         self.app = app
         self.tool_token = settings.tool_token.get_secret_value() if settings.tool_token else None
         self.username = settings.answerer_username
         self.password = settings.answerer_password.get_secret_value() if settings.answerer_password else None
+        wildcard = "*" in settings.cors_origins
+        self.cors = CORSMiddleware(
+            self._checked,
+            allow_origins=settings.cors_origins,
+            allow_origin_regex=LOCAL_ORIGINS,
+            allow_credentials=not wildcard,  # "*" never with credentials
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", "Last-Event-ID", "x-opencode-directory"],
+            expose_headers=["Location"],
+            max_age=600,
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] == "OPTIONS":
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if any(name == b"origin" for name, _ in scope["headers"]):
+            await self.cors(scope, receive, send)
+            return
+
+        async def varying(message: Message) -> None:
+            """Every response depends on the Origin it was asked with: caches must keep them apart."""
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", ()), VARY_ORIGIN]
+            await send(message)
+
+        await self._checked(scope, receive, varying)
+
+    async def _checked(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] == "OPTIONS":
             await self.app(scope, receive, send)
             return
         role = role_of(scope["path"])
