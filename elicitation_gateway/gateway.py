@@ -89,9 +89,7 @@ class Gateway:
         self.subscribers = 0
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._cached_form = functools.lru_cache(maxsize=FORM_CACHE_SIZE)(self._shared_form)
-        self._plain_form = functools.lru_cache(maxsize=FORM_CACHE_SIZE)(
-            lambda key: self._convert(json.loads(key), "")
-        )
+        self._plain_form = functools.lru_cache(maxsize=FORM_CACHE_SIZE)(self._schema_form)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._waiting: set[str] = set()  # questions whose tool waits on this process (``POST /elicit``)
@@ -263,6 +261,14 @@ class Gateway:
         fields = plain.fields if form.fields == plain.fields else form.fields
         texts = plain.texts if form.texts == plain.texts else form.texts
         return _like(plain, form, fields=fields, questions=questions, texts=texts)
+
+    def _schema_form(self, key: str) -> Form:
+        """The form of a schema without a message: its questions are shared by every request that asks
+        it, so their encodings are kept with them."""
+        form = self._convert(json.loads(key), "")
+        for question in form.questions:
+            question.shared()
+        return form
 
     def _convert(self, schema: Any, message: str) -> Form:
         """The form for ``schema``; raises SchemaError for one it cannot (or may not) ask."""

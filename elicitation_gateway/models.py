@@ -26,6 +26,14 @@ class QuestionInfo(WireModel):
     multiple: Literal[True] | None = None
     custom: Literal[False] | None = None
 
+    def shared(self) -> "QuestionInfo":
+        """Keep this question's encoding: it is shared by every request that asks its schema."""
+        self.__dict__["_wire_json"] = _compact(self.wire())
+        return self
+
+    def wire_json(self) -> str:
+        return self.__dict__.get("_wire_json") or _compact(self.wire())
+
 
 class QuestionTool(WireModel):
     messageID: str
@@ -49,8 +57,15 @@ class QuestionRequest(WireModel):
 
     @cached_property
     def wire_json(self) -> str:
-        """The request as compact JSON, encoded once: listings and announcements splice it in."""
-        return json.dumps(self.wire(), ensure_ascii=False, separators=(",", ":"))
+        """The request as compact JSON, encoded once: listings and announcements splice it in. Made of
+        its questions' own encodings, in ``wire()``'s key order."""
+        head = f'{{"id":{_compact(self.id)},"sessionID":{_compact(self.sessionID)},"questions":['
+        tool = "" if self.tool is None else ',"tool":' + _compact(self.tool.wire())
+        return head + ",".join(question.wire_json() for question in self.questions) + "]" + tool + "}"
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 _REQUEST_FIELDS = {"id", "sessionID", "questions", "tool"}
