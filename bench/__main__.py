@@ -6,6 +6,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench import report, scenarios
@@ -18,12 +19,40 @@ def _counts(text: str) -> list[int]:
     return [int(part) for part in text.split(",") if part.strip()]
 
 
-def parse(argv: list[str]) -> tuple[scenarios.Options, list[str], Path, bool]:
+def _positive(text: str) -> int:
+    count = int(text)
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {count}")
+    return count
+
+
+def _previous_run(path: Path) -> dict:
+    """The JSON of an earlier ``python -m bench``, read up front so that a wrong path fails at once."""
+    try:
+        previous = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise ValueError(f"cannot read {path}: {error}") from None
+    if not isinstance(previous, dict) or "machine" not in previous:
+        raise ValueError(f"{path} is not the JSON of a python -m bench run")
+    return previous
+
+
+@dataclass(frozen=True)
+class Command:
+    options: scenarios.Options
+    sections: list[str]
+    output: Path
+    quick: bool
+    before_file: Path | None
+    before: dict | None
+
+
+def parse(argv: list[str]) -> Command:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument(
         "--only", default=",".join(SECTIONS), help=f"sections to run, of {', '.join(SECTIONS)}"
     )
-    parser.add_argument("--concurrency", type=_counts, default=[1, 16, 128], help="tools at once (1,16,128)")
+    parser.add_argument("--concurrency", type=_counts, default=[1, 32, 128], help="tools at once (1,32,128)")
     parser.add_argument("--subscribers", type=_counts, default=[1000, 5000], help="fan-out sizes (1000,5000)")
     parser.add_argument("--pending", type=int, default=10_000, help="pending questions for capacity")
     parser.add_argument("--duration", type=float, default=8.0, help="seconds measured per run (8)")
@@ -43,9 +72,25 @@ def parse(argv: list[str]) -> tuple[scenarios.Options, list[str], Path, bool]:
     parser.add_argument("--profile", type=Path, help="record py-spy profiles of each window into this folder")
     parser.add_argument("--json", type=Path, default=REPOSITORY / "bench" / "results.json", help="output")
     parser.add_argument(
+        "--runs",
+        type=_positive,
+        default=1,
+        help="repeat every measurement this many times and report the medians (1); each run is in the JSON",
+    )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="JSON of an earlier run (same store): its numbers are shown beside these, and on Redis it is"
+        " the reference of the CPU target",
+    )
+    parser.add_argument(
         "--quick", action="store_true", help="tiny counts: proves the harness, measures nothing"
     )
     args = parser.parse_args(argv)
+    try:
+        before = None if args.before is None else _previous_run(args.before)
+    except ValueError as error:
+        parser.error(f"--before: {error}")
     sections = [part.strip() for part in args.only.split(",") if part.strip()]
     if unknown := set(sections) - set(SECTIONS):
         parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
@@ -62,6 +107,7 @@ def parse(argv: list[str]) -> tuple[scenarios.Options, list[str], Path, bool]:
         priority=args.priority,
         app_dir=args.app_dir.resolve(),
         profile_dir=args.profile,
+        runs=args.runs,
     )
     if args.quick:
         options = scenarios.Options(
@@ -75,21 +121,26 @@ def parse(argv: list[str]) -> tuple[scenarios.Options, list[str], Path, bool]:
             clients=2,
             log_level=args.log_level,
             app_dir=options.app_dir,
+            runs=args.runs,
         )
     if args.priority:
         os.setpriority(os.PRIO_PROCESS, 0, args.priority)  # servers and clients inherit it
-    return options, sections, args.json, args.quick
+    return Command(options, sections, args.json, args.quick, args.before, before)
 
 
 def main(argv: list[str]) -> int:
-    options, sections, output, quick = parse(argv)
+    command = parse(argv)
+    options, sections, quick = command.options, command.sections, command.quick
     began = time.monotonic()
     results: dict = {
         "machine": report.machine(),
+        "store": report.redacted(options.store),
         "options": {
             "log_level": options.log_level,
             "priority": options.priority,
             "app_dir": str(options.app_dir),
+            "runs": options.runs,
+            "concurrency": list(options.concurrency),
         },
     }
     with contextlib.ExitStack() as stack:
@@ -104,12 +155,14 @@ def main(argv: list[str]) -> int:
             results["fan_out"] = [scenarios.fan_out(options, count, shared) for count in options.subscribers]
         if "capacity" in sections:
             results["capacity"] = scenarios.capacity(options, shared)
+    if command.before_file is not None and command.before is not None:
+        report.attach_before(results, command.before, command.before_file)
     results["targets"] = report.targets(results)
     results["seconds"] = round(time.monotonic() - began, 1)
     print(report.render(results))
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nwritten to {output} in {results['seconds']} s")
+    command.output.parent.mkdir(parents=True, exist_ok=True)
+    command.output.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nwritten to {command.output} in {results['seconds']} s")
     return 0
 
 

@@ -1,9 +1,12 @@
 """``python -m bench.baseline``: the least a Starlette service can do, for the gateway to be held against.
 
-- ``POST /echo`` parses a JSON body and answers a small JSON object: the baseline of a round trip.
+- ``POST /echo`` parses a JSON body and answers a small JSON object: the baseline of one request.
 - ``GET /event`` is a bare ``StreamingResponse`` of Server-Sent Events, and ``POST /elicitations``
   sends one ``question.asked``-shaped frame, encoded once, to every open stream: the baseline of
   fan-out. ``POST /question/{id}/reject`` accepts anything, so the same client code runs against both.
+- ``POST /elicit`` sends that frame and holds the request until ``POST /question/{id}/reply`` brings
+  the answers, which it returns as an accepted result: the baseline of a whole round trip, driven by
+  the same tools and answerer as the gateway's.
 
 It is served with the uvicorn settings the gateway uses
 (:func:`~elicitation_gateway.server.runner.serve`): same loop and HTTP
@@ -38,6 +41,7 @@ QUESTIONS = [
 ]
 streams: set[asyncio.Queue[bytes]] = set()
 asked = itertools.count()
+waiting: dict[str, asyncio.Future[list[list[str]]]] = {}
 
 
 async def echo(request: Request) -> JSONResponse:
@@ -60,8 +64,8 @@ async def event(request: Request) -> StreamingResponse:
     return StreamingResponse(frames(), media_type="text/event-stream", headers=headers)
 
 
-async def ask(request: Request) -> JSONResponse:
-    json.loads(await request.body())
+def announce(request: Request) -> str:
+    """A ``question.asked``-shaped frame, encoded once, to every open stream; returns the question's id."""
     request_id = f"que_{next(asked):026d}"
     tool = {"messageID": "", "callID": request.query_params.get("callID", "")}
     properties = {"id": request_id, "sessionID": "ses_baseline", "questions": QUESTIONS, "tool": tool}
@@ -70,7 +74,37 @@ async def ask(request: Request) -> JSONResponse:
     frame = f"id: evt_{request_id[4:]}\ndata: {payload}\n\n".encode()
     for queue in streams:
         queue.put_nowait(frame)
-    return JSONResponse({"id": request_id, "status": "pending"}, status_code=201)
+    return request_id
+
+
+async def ask(request: Request) -> JSONResponse:
+    json.loads(await request.body())
+    return JSONResponse({"id": announce(request), "status": "pending"}, status_code=201)
+
+
+async def elicit(request: Request) -> JSONResponse:
+    """Announce the question and wait for its reply (or ``?timeout=`` seconds, as the gateway does)."""
+    json.loads(await request.body())
+    request_id = announce(request)
+    answered = asyncio.get_running_loop().create_future()
+    waiting[request_id] = answered
+    try:
+        answers = await asyncio.wait_for(answered, float(request.query_params.get("timeout", 300)))
+    except TimeoutError:
+        return JSONResponse({"action": "cancel"})
+    finally:
+        waiting.pop(request_id, None)
+    model, hours, note = (answer[0] for answer in answers)
+    return JSONResponse({"action": "accept", "content": {"model": model, "hours": int(hours), "note": note}})
+
+
+async def reply(request: Request) -> JSONResponse:
+    answers = json.loads(await request.body())["answers"]
+    answered = waiting.pop(request.path_params["id"], None)
+    if answered is None or answered.done():
+        return JSONResponse(False, status_code=404)
+    answered.set_result(answers)
+    return JSONResponse(True)
 
 
 async def reject(request: Request) -> JSONResponse:
@@ -82,6 +116,8 @@ app = Starlette(
         Route("/echo", echo, methods=["POST"]),
         Route("/event", event, methods=["GET"]),
         Route("/elicitations", ask, methods=["POST"]),
+        Route("/elicit", elicit, methods=["POST"]),
+        Route("/question/{id}/reply", reply, methods=["POST"]),
         Route("/question/{id}/reject", reject, methods=["POST"]),
     ]
 )

@@ -2,9 +2,11 @@
 
 import os
 import platform
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 PACKAGES = ("uvicorn", "starlette", "sse-starlette", "uvloop", "httptools", "pydantic", "aiohttp")
 
@@ -31,54 +33,222 @@ def machine() -> dict[str, Any]:
     }
 
 
+CPU_PER_REQUEST_MAX = 2.5
+"""A round trip is two requests and their events: it may cost at most this many bare requests of CPU."""
+THROUGHPUT_RATIO_MIN = 0.7
+"""Elicitations per second over half the bare app's requests per second (two requests a round trip)."""
+LATENCY_CONCURRENCY = 32
+LATENCY_P99_MAX_MS = 50.0
+STALL_MAX_MS = 100.0
+LIST_MAX_MS = 100.0
+PENDING_MEMORY_MAX_MB = 30.0
+REPLY_SLOWDOWN_MAX = 1.25
+FAN_OUT_SUBSCRIBERS = 1000
+REDIS_CPU_SHARE_MAX = 0.5
+"""On Redis, a round trip's CPU must fall to at most this share of the reference run's (``--before``)."""
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def store_kind(store: str) -> str:
+    """``memory``, ``sqlite`` or ``redis``: what decides which targets apply and which runs compare."""
+    if store.startswith(REDIS_SCHEMES):
+        return "redis"
+    if store.startswith("sqlite:"):
+        return "sqlite"
+    return store
+
+
+def redacted(store: str) -> str:
+    """The store's URL without its password, fit to be written to a results file."""
+    parts = urlsplit(store)
+    if parts.password is None:
+        return store
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+
+
+def attach_before(results: dict[str, Any], before: dict[str, Any], source: Path) -> None:
+    """Put a previous run's numbers beside this run's: round trips matched by concurrency, capacity
+    as a whole. Files of runs that did not record their store are taken as they are."""
+    results["before"] = {"file": str(source), "store": before.get("store")}
+    earlier = {row["concurrency"]: row["gateway"] for row in before.get("round_trips", {}).get("runs", [])}
+    for row in results.get("round_trips", {}).get("runs", []):
+        gateway = earlier.get(row["concurrency"])
+        row["before"] = (
+            None
+            if gateway is None
+            else {"per_s": gateway["per_s"], "server_cpu_us_per_op": gateway["server_cpu_us_per_op"]}
+        )
+    if (capacity := results.get("capacity")) is not None and (held := before.get("capacity")):
+        capacity["before"] = {key: value for key, value in held.items() if key not in ("each_run", "before")}
+
+
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each target of the issue with what was measured and whether it is met."""
+    """Each target with its measured value (``value``, and readable in ``measured``) and whether it is met
+    (None when there is nothing to judge it by)."""
     checks: list[dict[str, Any]] = []
 
-    def check(name: str, measured: Any, met: bool | None) -> None:
-        checks.append({"target": name, "measured": measured, "met": met})
+    def check(name: str, value: float | None, measured: str, met: bool | None) -> None:
+        checks.append({"target": name, "value": value, "measured": measured, "met": met})
 
-    for row in results.get("round_trips", {}).get("runs", []):
-        ratio = row["ratio"]
-        check(f"round-trip ratio >= 0.6 (C={row['concurrency']})", ratio, ratio is not None and ratio >= 0.6)
-    for run in results.get("fan_out", []):
-        if run["subscribers"] == 1000:
-            p99 = run["all_received_ms"]["p99"]
-            check("fan-out p99 < 100 ms at 1,000 subscribers", p99, p99 is not None and p99 < 100)
-            kb = run["kb_per_idle_subscriber"]
-            check("<= 30 KB per idle subscriber", kb, kb <= 30)
-    if capacity := results.get("capacity"):
-        mb = capacity["rss_pending_mb"]
-        check(f"{capacity['pending']:,} pending in < 200 MB", mb, mb < 200)
-        slowdown = capacity["reply_slowdown"]
+    trips = results.get("round_trips", {}).get("runs", [])
+    for row in trips:
+        times = row["cpu_per_request"]
+        round_trip, request = row["gateway"]["server_cpu_us_per_op"], row["baseline"]["server_cpu_us_per_op"]
+        costs = f"{_whole(round_trip)} / {_whole(request)} us"
         check(
-            f"reply with {capacity['pending']:,} pending as fast as with 1 (within 25%)",
-            slowdown,
-            slowdown <= 1.25,
+            f"CPU per round trip <= {CPU_PER_REQUEST_MAX}x a bare request's (C={row['concurrency']})",
+            times,
+            f"{_times(times)} ({costs})",
+            None if times is None else times <= CPU_PER_REQUEST_MAX,
         )
-    worst = worst_lag(results)
-    if worst is not None:
-        check("no event-loop stall > 100 ms", worst, worst <= 100)
+    for row in trips:
+        ratio, half = row["ratio"], row["baseline"]["per_s"] / 2
+        check(
+            f"elicitations/s >= {THROUGHPUT_RATIO_MIN} of half the bare requests/s (C={row['concurrency']})",
+            ratio,
+            f"{_cell(ratio)} ({_whole(row['gateway']['per_s'])} vs {_whole(half)} per s)",
+            None if ratio is None else ratio >= THROUGHPUT_RATIO_MIN,
+        )
+    for row in trips:
+        if row["concurrency"] != LATENCY_CONCURRENCY:
+            continue
+        for key, name in (("post_to_asked_ms", "post -> asked"), ("reply_to_result_ms", "reply -> result")):
+            p99 = row["gateway"][key]["p99"]
+            check(
+                f"{name} p99 < {LATENCY_P99_MAX_MS:.0f} ms at C={LATENCY_CONCURRENCY}",
+                p99,
+                f"{_cell(p99)} ms",
+                None if p99 is None else p99 < LATENCY_P99_MAX_MS,
+            )
+    if (worst := worst_lag(results)) is not None:
+        runs = results.get("options", {}).get("runs", 1)
+        check(
+            f"no event-loop stall > {STALL_MAX_MS:.0f} ms",
+            worst,
+            f"{_cell(worst)} ms{' (worst of every run)' if runs > 1 else ''}",
+            worst <= STALL_MAX_MS,
+        )
+    if capacity := results.get("capacity"):
+        pending = f"{capacity['pending']:,} pending"
+        listing = capacity["list_ms"]
+        check(
+            f"GET /question with {pending} < {LIST_MAX_MS:.0f} ms (p50)",
+            listing["p50"],
+            f"{_cell(listing['p50'])} ms (max {_cell(listing['max'])})",
+            None if listing["p50"] is None else listing["p50"] < LIST_MAX_MS,
+        )
+        increase = rss_increase(capacity)
+        rss = f"{_cell(capacity['rss_before_mb'])} -> {_cell(capacity['rss_pending_mb'])}"
+        check(
+            f"{pending} in <= {PENDING_MEMORY_MAX_MB:.0f} MB (RSS increase)",
+            increase,
+            f"{_cell(increase)} MB ({rss})",
+            increase <= PENDING_MEMORY_MAX_MB,
+        )
+        slowdown = capacity["reply_slowdown"]
+        one, many = capacity["reply_one_pending_ms"]["p50"], capacity["reply_many_pending_ms"]["p50"]
+        check(
+            f"reply with {pending} as fast as with 1 (within {(REPLY_SLOWDOWN_MAX - 1) * 100:.0f} %)",
+            slowdown,
+            f"{_change(slowdown)} (p50 {_cell(many)} vs {_cell(one)} ms)",
+            slowdown <= REPLY_SLOWDOWN_MAX,
+        )
+    for run in results.get("fan_out", []):
+        if run["subscribers"] != FAN_OUT_SUBSCRIBERS or run.get("baseline") is None:
+            continue
+        mine, bare = run["all_received_ms"]["p99"], run["baseline"]["all_received_ms"]["p99"]
+        met = None if mine is None or bare is None else mine <= bare
+        change = f" ({_change(mine / bare)})" if met is not None and bare else ""
+        check(
+            f"fan-out to {FAN_OUT_SUBSCRIBERS:,}: p99 all have it <= the bare baseline's",
+            mine,
+            f"{_cell(mine)} vs {_cell(bare)} ms{change}",
+            met,
+        )
+    if store_kind(results.get("store", "memory")) == "redis":
+        _redis_targets(results, trips, check)
     return checks
 
 
+def _redis_targets(
+    results: dict[str, Any],
+    trips: list[dict[str, Any]],
+    check: Callable[[str, float | None, str, bool | None], None],
+) -> None:
+    name = f"Redis: CPU per round trip <= {REDIS_CPU_SHARE_MAX:.0%} of the reference's"
+    before = results.get("before")
+    if before is None:
+        check(name, None, "no reference (--before FILE)", None)
+        return
+    if before["store"] is not None and store_kind(before["store"]) != "redis":
+        check(name, None, f"no reference (before ran on {store_kind(before['store'])})", None)
+        return
+    for row in trips:
+        now = row["gateway"]["server_cpu_us_per_op"]
+        then = (row.get("before") or {}).get("server_cpu_us_per_op")
+        share = now / then if now is not None and then else None
+        measured = (
+            f"{_whole(now)} vs {_whole(then)} us ({_times(share)})" if share is not None else "no reference"
+        )
+        check(
+            f"{name} (C={row['concurrency']})",
+            share,
+            measured,
+            None if share is None else share <= REDIS_CPU_SHARE_MAX,
+        )
+
+
+def rss_increase(capacity: dict[str, Any]) -> float:
+    """Memory the pending questions took (runs before this field was recorded: from the two RSS)."""
+    increase = capacity.get("rss_increase_mb")
+    if increase is None:
+        increase = round(capacity["rss_pending_mb"] - capacity["rss_before_mb"], 1)
+    return increase
+
+
 def worst_lag(results: dict[str, Any]) -> float | None:
+    """The longest stall of the gateway in any run: one stall breaks the target, whatever the median."""
     lags: list[float] = []
     for row in results.get("round_trips", {}).get("runs", []):
-        lags.append(row["gateway"]["loop_lag"]["max_ms"] or 0)
-    for run in results.get("fan_out", []):
-        lags += [run["loop_lag"]["max_ms"] or 0, run["loop_lag_connecting"]["max_ms"] or 0]
+        for run in row.get("each_run", [row]):
+            lags.append(run["gateway"]["loop_lag"]["max_ms"] or 0)
+    for size in results.get("fan_out", []):
+        for run in size.get("each_run", [size]):
+            lags += [run["loop_lag"]["max_ms"] or 0, run["loop_lag_connecting"]["max_ms"] or 0]
     if capacity := results.get("capacity"):
-        lags += [lag["max_ms"] or 0 for lag in capacity["loop_lag"].values()]
+        for run in capacity.get("each_run", [capacity]):
+            lags += [lag["max_ms"] or 0 for lag in run["loop_lag"].values()]
     return max(lags, default=None)
 
 
+def _whole(value: float | None) -> str:
+    """Rates and microseconds: their decimals are noise."""
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def _times(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def _change(ratio: float) -> str:
+    """A ratio to 1 as a change: 1.12 is ``+12 %``, 0.8 is ``-20 %``."""
+    return f"{(ratio - 1) * 100:+.0f} %"
+
+
 def _table(headers: list[str], rows: list[list[Any]]) -> str:
+    """Numbers right-aligned; a column of nothing but text (names, targets) left-aligned."""
     cells = [[_cell(value) for value in row] for row in rows]
     widths = [max(len(header), *(len(row[i]) for row in cells)) for i, header in enumerate(headers)]
-    lines = ["  ".join(header.ljust(width) for header, width in zip(headers, widths, strict=True))]
+    text = [all(isinstance(row[i], str) for row in rows) for i in range(len(headers))]
+    lines = ["  ".join(header.ljust(width) for header, width in zip(headers, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * width for width in widths))
-    lines += ["  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in cells]
+    for row in cells:
+        aligned = (
+            cell.ljust(width) if left else cell.rjust(width)
+            for cell, width, left in zip(row, widths, text, strict=True)
+        )
+        lines.append("  ".join(aligned).rstrip())
     return "\n".join(lines)
 
 
@@ -96,90 +266,131 @@ def render(results: dict[str, Any]) -> str:
     parts: list[str] = []
     box = results["machine"]
     parts.append(f"Machine: {box['cpus']} CPUs, {box['cpu_model']}, Python {box['python']}, {box['system']}")
+    runs = results.get("options", {}).get("runs", 1)
+    repeated = f"; every measurement {runs} times, medians shown" if runs > 1 else ""
+    parts.append(f"Store: {results.get('store', 'memory')}{repeated}")
+    before = results.get("before")
+    if before is not None:
+        parts.append(f"Before: {before['file']} (store {before['store'] or 'not recorded'})")
     if (trips := results.get("round_trips")) is not None:
-        server = trips["server"]
-        parts.append(f"\nRound trips (gateway on {server['loop']}, {server['http']})")
-        rows = []
-        for row in trips["runs"]:
-            gateway, base = row["gateway"], row["baseline"]
-            rows.append(
-                [
-                    row["concurrency"],
-                    gateway["per_s"],
-                    gateway["post_to_asked_ms"]["p50"],
-                    gateway["post_to_asked_ms"]["p99"],
-                    gateway["reply_to_result_ms"]["p50"],
-                    gateway["reply_to_result_ms"]["p99"],
-                    gateway["server_cpu_us_per_op"],
-                    base["per_s"],
-                    base["server_cpu_us_per_op"],
-                    row["ratio"],
-                    row["cpu_ratio"],
-                    gateway["loop_lag"]["max_ms"],
-                    gateway["errors"] + gateway.get("replies_refused", 0) + base["errors"],
-                ]
-            )
-        headers = ["C", "elicit/s", "ask p50", "ask p99", "result p50", "result p99", "CPU us/rt"]
-        headers += ["baseline req/s", "base CPU us/req", "ratio", "CPU ratio", "lag max", "errors"]
-        parts.append(_table(headers, rows))
-        parts.append(
-            "ask: POST /elicit sent -> question.asked received; result: reply sent -> tool has its result"
-            " (ms).\nratio: elicitations/s over half the baseline's requests/s; CPU ratio: the same by server"
-            " CPU time.\nerrors: requests that failed or were refused (tools, replies and baseline);"
-            " 0 when all went through."
-        )
+        parts.append(_round_trips(trips, before is not None))
     if (fan := results.get("fan_out")) is not None:
-        parts.append(
-            "\nFan-out (one question asked; all: until every idle subscriber has it; each: per subscriber)"
-        )
-        rows = []
-        for run in fan:
-            for server, measured in (("gateway", run), ("baseline", run.get("baseline"))):
-                if measured is None:
-                    continue
-                rows.append(
-                    [
-                        measured["subscribers"],
-                        server,
-                        measured["all_received_ms"]["p50"],
-                        measured["all_received_ms"]["p99"],
-                        measured["per_subscriber_ms"]["p50"],
-                        measured["per_subscriber_ms"]["p99"],
-                        measured["kb_per_idle_subscriber"],
-                        measured["server_cpu_us_per_delivery"],
-                        measured["connect_s"],
-                        measured["loop_lag"]["max_ms"],
-                        measured["loop_lag_connecting"]["max_ms"],
-                    ]
-                )
-        headers = ["subscribers", "server", "all p50 ms", "all p99 ms", "each p50 ms", "each p99 ms"]
-        headers += ["KB/subscriber", "CPU us/delivery", "connect s", "lag max", "lag max connecting"]
-        parts.append(_table(headers, rows))
+        parts.append(_fan_out(fan))
     if (capacity := results.get("capacity")) is not None:
-        parts.append(f"\nCapacity ({capacity['pending']:,} pending questions)")
-        lag = max((phase["max_ms"] or 0 for phase in capacity["loop_lag"].values()), default=None)
-        rows = [
-            [
-                "RSS before / with them pending (MB)",
-                f"{capacity['rss_before_mb']} / {capacity['rss_pending_mb']}",
-            ],
-            ["memory per pending question (KB)", capacity["kb_per_pending"]],
-            ["created per second", capacity["create_per_s"]],
-            ["GET /question p50 / max (ms)", f"{capacity['list_ms']['p50']} / {capacity['list_ms']['max']}"],
-            ["GET /question body (bytes)", capacity["list_bytes"]],
-            ["reply p50 / p99, 1 pending (ms)", _pair(capacity["reply_one_pending_ms"])],
-            [
-                f"reply p50 / p99, {capacity['pending']:,} pending (ms)",
-                _pair(capacity["reply_many_pending_ms"]),
-            ],
-            ["new subscriber gets every pending question (ms)", capacity["subscribe_backlog_ms"]],
-            ["worst loop lag (ms)", lag],
-        ]
-        parts.append(_table(["measure", "value"], rows))
+        parts.append(_capacity(capacity))
     parts.append("\nTargets")
     rows = [[check["target"], check["measured"], _met(check["met"])] for check in results["targets"]]
     parts.append(_table(["target", "measured", "met"], rows))
     return "\n".join(parts)
+
+
+def _round_trips(trips: dict[str, Any], with_before: bool) -> str:
+    server = trips["server"]
+    parts = [f"\nRound trips (gateway on {server['loop']}, {server['http']})"]
+    rows = []
+    for row in trips["runs"]:
+        gateway, base, bare = row["gateway"], row["baseline"], row.get("baseline_round_trip")
+        earlier = row.get("before") or {}
+        cells: list[Any] = [row["concurrency"], gateway["per_s"]]
+        cells += [earlier.get("per_s")] if with_before else []
+        cells.append(gateway["server_cpu_us_per_op"])
+        cells += [earlier.get("server_cpu_us_per_op")] if with_before else []
+        cells += [base["per_s"], base["server_cpu_us_per_op"]]
+        cells += [bare["per_s"], bare["server_cpu_us_per_op"]] if bare else [None, None]
+        cells += [row["ratio"], row.get("cpu_per_request")]
+        failed = [gateway["errors"], gateway.get("replies_refused", 0), base["errors"]]
+        failed += [bare["errors"], bare.get("replies_refused", 0)] if bare else []
+        cells.append(sum(failed))
+        rows.append(cells)
+    headers = ["C", "elicit/s", *(["before"] if with_before else []), "CPU us/rt"]
+    headers += ["before"] if with_before else []
+    headers += ["base req/s", "base CPU us/req", "bare rt/s", "bare CPU us/rt", "ratio", "CPU/req", "errors"]
+    parts.append(_table(headers, rows))
+    rows = []
+    for row in trips["runs"]:
+        gateway, bare = row["gateway"], row.get("baseline_round_trip") or {}
+        cells = [row["concurrency"]]
+        for measured in (gateway, bare):
+            for key in ("post_to_asked_ms", "reply_to_result_ms"):
+                spread = measured.get(key) or {}
+                cells += [spread.get("p50"), spread.get("p99")]
+        cells.append(gateway["loop_lag"]["max_ms"])
+        rows.append(cells)
+    headers = ["C", "ask p50", "ask p99", "result p50", "result p99"]
+    headers += ["bare ask p50", "bare ask p99", "bare result p50", "bare result p99", "lag max"]
+    parts.append("")
+    parts.append(_table(headers, rows))
+    notes = [
+        "rt: round trip. base: the baseline's bare JSON POST; bare rt: the same round trip against the"
+        " baseline (POST /elicit held until its reply).",
+        "ratio: elicitations/s over half the base requests/s; CPU/req: CPU us/rt over base CPU us/req.",
+        "ask: POST /elicit sent -> question.asked received; result: reply sent -> tool has its result (ms).",
+        "errors: requests that failed or were refused (tools, replies, baseline); 0 when all went through.",
+    ]
+    if with_before:
+        notes.append("before: the gateway's same measure in the --before file, at the same C.")
+    parts.append("\n".join(notes))
+    return "\n".join(parts)
+
+
+def _fan_out(fan: list[dict[str, Any]]) -> str:
+    parts = ["\nFan-out (one question asked; all: until every idle subscriber has it; each: per subscriber)"]
+    rows = []
+    for run in fan:
+        for server, measured in (("gateway", run), ("baseline", run.get("baseline"))):
+            if measured is None:
+                continue
+            rows.append(
+                [
+                    measured["subscribers"],
+                    server,
+                    measured["all_received_ms"]["p50"],
+                    measured["all_received_ms"]["p99"],
+                    measured["per_subscriber_ms"]["p50"],
+                    measured["per_subscriber_ms"]["p99"],
+                    measured["kb_per_idle_subscriber"],
+                    measured["server_cpu_us_per_delivery"],
+                    measured["connect_s"],
+                    measured["loop_lag"]["max_ms"],
+                    measured["loop_lag_connecting"]["max_ms"],
+                ]
+            )
+    headers = ["subscribers", "server", "all p50 ms", "all p99 ms", "each p50 ms", "each p99 ms"]
+    headers += ["KB/subscriber", "CPU us/delivery", "connect s", "lag max", "lag max connecting"]
+    parts.append(_table(headers, rows))
+    return "\n".join(parts)
+
+
+def _capacity(capacity: dict[str, Any]) -> str:
+    parts = [f"\nCapacity ({capacity['pending']:,} pending questions)"]
+    rows = _capacity_rows(capacity)
+    headers = ["measure", "value"]
+    if (before := capacity.get("before")) is not None:
+        headers.append("before")
+        if before["pending"] != capacity["pending"]:
+            headers[-1] = f"before ({before['pending']:,} pending)"
+        rows = [[*row, earlier[1]] for row, earlier in zip(rows, _capacity_rows(before), strict=True)]
+    parts.append(_table(headers, rows))
+    return "\n".join(parts)
+
+
+def _capacity_rows(capacity: dict[str, Any]) -> list[list[Any]]:
+    lag = max((phase["max_ms"] or 0 for phase in capacity["loop_lag"].values()), default=None)
+    return [
+        [
+            "RSS before / with them pending (MB)",
+            f"{_cell(capacity['rss_before_mb'])} / {_cell(capacity['rss_pending_mb'])}",
+        ],
+        ["RSS increase with them pending (MB)", rss_increase(capacity)],
+        ["memory per pending question (KB)", capacity["kb_per_pending"]],
+        ["created per second", capacity["create_per_s"]],
+        ["GET /question p50 / max (ms)", f"{capacity['list_ms']['p50']} / {capacity['list_ms']['max']}"],
+        ["GET /question body (bytes)", capacity["list_bytes"]],
+        ["reply p50 / p99, 1 pending (ms)", _pair(capacity["reply_one_pending_ms"])],
+        [f"reply p50 / p99, {capacity['pending']:,} pending (ms)", _pair(capacity["reply_many_pending_ms"])],
+        ["new subscriber gets every pending question (ms)", capacity["subscribe_backlog_ms"]],
+        ["worst loop lag (ms)", lag],
+    ]
 
 
 def _pair(spread: dict[str, Any]) -> str:

@@ -5,12 +5,14 @@ import contextlib
 import itertools
 import math
 import multiprocessing
+import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -19,7 +21,7 @@ from typing import Any
 import aiohttp
 import httpx
 
-from bench import loads, sse
+from bench import loads, report, sse
 from bench.process import REPOSITORY, ServerProcess, cpu_seconds
 
 GATEWAY = "bench.server_with_probe"
@@ -32,9 +34,14 @@ Shared = dict[str, ServerProcess]
 """Servers started once for every section, by module (the quick run's way of saving time)."""
 
 
+def store_from_environment() -> str:
+    """The store the gateway is started with: ``GATEWAY_STORE`` as the gateway itself reads it."""
+    return os.environ.get("GATEWAY_STORE", "memory")
+
+
 @dataclass(frozen=True)
 class Options:
-    concurrency: Sequence[int] = (1, 16, 128)
+    concurrency: Sequence[int] = (1, 32, 128)
     subscribers: Sequence[int] = (1000, 5000)
     pending: int = 10_000
     duration: float = 8.0
@@ -46,6 +53,8 @@ class Options:
     priority: int = 0
     app_dir: Path = REPOSITORY
     profile_dir: Path | None = None
+    runs: int = 1
+    store: str = field(default_factory=store_from_environment)
 
     def serving(self, module: str, shared: "Shared") -> contextlib.AbstractContextManager[ServerProcess]:
         """A fresh server for a section (so its memory is its own), or the one the quick run shares."""
@@ -60,8 +69,13 @@ class Options:
             "GATEWAY_TIMEOUT": "3600",
             "GATEWAY_MAX_PENDING": room,
             "GATEWAY_MAX_PENDING_PER_SESSION": room,
+            "GATEWAY_STORE": self.store,
         }
         return ServerProcess(module, env=env, app_dir=self.app_dir)
+
+    def run_label(self, run: int) -> str:
+        """`` (run 2/3)`` when measurements are repeated, so progress lines and profiles tell runs apart."""
+        return f" (run {run}/{self.runs})" if self.runs > 1 else ""
 
 
 # -------------------------------------------------------------------------------------------------
@@ -96,7 +110,7 @@ def spread_ms(values_ns: Sequence[float]) -> dict[str, float | None]:
 
 def loop_lag(server: ServerProcess, start: int, end: int) -> dict[str, Any]:
     """What the server's probe saw between ``start`` and ``end`` (monotonic ns)."""
-    time.sleep(0.6)  # the probe writes twice a second
+    sleep_until(end + 600_000_000)  # the probe writes twice a second
     _, lags, gcs = server.probe()
     # A sample (or pause) is in the window when the stretch it measured, ``t - ms .. t``, overlaps it.
     window = [ms for t, ms in lags if t >= start and t - ms * MS <= end]
@@ -109,6 +123,33 @@ def loop_lag(server: ServerProcess, start: int, end: int) -> dict[str, Any]:
         "gc_full": sum(1 for generation, _ in pauses if generation == 2),
         "gc_total_ms": round(sum(ms for _, ms in pauses), 3),
     }
+
+
+SUMMED = frozenset({"errors", "replies_refused", "streams_ended_early"})
+"""Failure counts: added up over the runs rather than taking the median, so a failure in any run shows."""
+
+
+def median_of(samples: Sequence[Any], key: str = "") -> Any:
+    """The runs of one measurement folded into one: the median of every number (failure counts summed),
+    nested dictionaries folded key by key, anything else as the first run has it."""
+    first = samples[0]
+    if isinstance(first, dict):
+        folded = [sample if isinstance(sample, dict) else {} for sample in samples]
+        return {name: median_of([sample.get(name) for sample in folded], name) for name in first}
+    numbers = [value for value in samples if isinstance(value, int | float) and not isinstance(value, bool)]
+    if not numbers:
+        return first
+    if key in SUMMED:
+        return sum(numbers)
+    middle = statistics.median(numbers)
+    if all(isinstance(value, int) for value in numbers) and float(middle).is_integer():
+        return int(middle)
+    return round(middle, 3)
+
+
+def with_each_run(each_run: list[dict[str, Any]]) -> dict[str, Any]:
+    """The medians, with every run kept beside them under ``each_run``."""
+    return {**median_of(each_run), "each_run": each_run}
 
 
 def server_facts(server: ServerProcess) -> dict[str, Any]:
@@ -197,10 +238,21 @@ class Profiler:
 # 1 and 2: round trips and the baseline
 
 
-def posting(options: Options, server: ServerProcess, concurrency: int, *, tool: bool) -> dict[str, Any]:
-    """``concurrency`` clients POSTing in a loop: tools through the gateway (with an answerer), or the
-    baseline's trivial JSON POST; the same client code either way."""
-    progress(f"{'gateway' if tool else 'baseline'}: {concurrency} at once")
+def load_name(server: ServerProcess, tool: bool) -> str:
+    """What a posting load measures: the gateway's round trips, the baseline's, or its bare request."""
+    if server.module != BASELINE:
+        return "round-trips"
+    return "baseline-round-trips" if tool else "baseline"
+
+
+def posting(
+    options: Options, server: ServerProcess, concurrency: int, *, tool: bool, run: int = 1
+) -> dict[str, Any]:
+    """``concurrency`` clients POSTing in a loop: tools (``POST /elicit``, with an answerer replying on
+    ``/event``) through the gateway or the baseline, or the baseline's trivial JSON POST; the same client
+    code every way."""
+    name = load_name(server, tool)
+    progress(f"{name}: {concurrency} at once{options.run_label(run)}")
     clients = Clients()
     try:
         answerer = clients.start(loads.answerer_main, server.host, server.port) if tool else None
@@ -217,8 +269,8 @@ def posting(options: Options, server: ServerProcess, concurrency: int, *, tool: 
             conn.send((start, end))
         sleep_until(start)
         server_cpu, clients_cpu = server.cpu_seconds(), clients.cpu_seconds()
-        name = f"{'round-trips' if tool else 'baseline'}-c{concurrency}"
-        profiler = Profiler(options, server, name, options.duration)
+        profile = f"{name}-c{concurrency}{f'-run{run}' if options.runs > 1 else ''}"
+        profiler = Profiler(options, server, profile, options.duration)
         sleep_until(end)
         server_cpu, clients_cpu = server.cpu_seconds() - server_cpu, clients.cpu_seconds() - clients_cpu
         results = [receive(conn, 90) for conn in posters]
@@ -251,26 +303,52 @@ def posting(options: Options, server: ServerProcess, concurrency: int, *, tool: 
     return measured
 
 
+def compared(gateway: dict[str, Any], baseline: dict[str, Any]) -> dict[str, float | None]:
+    """The gateway's round trip against the baseline's bare request.
+
+    ``ratio``: elicitations/s over half the baseline's requests/s (a round trip is two requests);
+    ``cpu_ratio``: the same by server CPU time; ``cpu_per_request``: CPU of a round trip in bare requests.
+    """
+    ratio = gateway["per_s"] / (baseline["per_s"] / 2) if baseline["per_s"] else None
+    cpu_ratio = cpu_per_request = None
+    if gateway["server_cpu_us_per_op"] and baseline["server_cpu_us_per_op"]:
+        cpu_ratio = 2 * baseline["server_cpu_us_per_op"] / gateway["server_cpu_us_per_op"]
+        cpu_per_request = gateway["server_cpu_us_per_op"] / baseline["server_cpu_us_per_op"]
+    return {
+        "ratio": None if ratio is None else round(ratio, 3),
+        "cpu_ratio": None if cpu_ratio is None else round(cpu_ratio, 3),
+        "cpu_per_request": None if cpu_per_request is None else round(cpu_per_request, 3),
+    }
+
+
 def round_trips(options: Options, shared: Shared) -> dict[str, Any]:
-    """The baseline and the gateway at each concurrency, and the ratio the issue asks for."""
-    with options.serving(BASELINE, shared) as baseline:
-        baseline_runs = [posting(options, baseline, c, tool=False) for c in options.concurrency]
-    with options.serving(GATEWAY, shared) as gateway:
-        gateway_runs = [posting(options, gateway, c, tool=True) for c in options.concurrency]
+    """At each concurrency, ``options.runs`` times: the baseline's bare request, its bare round trip, and
+    the gateway's round trip, back to back, so that each comparison is taken under the same load of the
+    machine. The rows hold the medians (and the ratios of those medians) and every run."""
+    each_run: dict[int, list[dict[str, Any]]] = {concurrency: [] for concurrency in options.concurrency}
+    with contextlib.ExitStack() as stack:
+        baseline = stack.enter_context(options.serving(BASELINE, shared))
+        gateway = stack.enter_context(options.serving(GATEWAY, shared))
+        for run in range(1, options.runs + 1):
+            for concurrency in options.concurrency:
+                measured: dict[str, Any] = {
+                    "baseline": posting(options, baseline, concurrency, tool=False, run=run),
+                    "baseline_round_trip": posting(options, baseline, concurrency, tool=True, run=run),
+                    "gateway": posting(options, gateway, concurrency, tool=True, run=run),
+                }
+                measured.update(compared(measured["gateway"], measured["baseline"]))
+                each_run[concurrency].append(measured)
         facts = server_facts(gateway)
     rows = []
-    for base, run in zip(baseline_runs, gateway_runs, strict=True):
-        ratio = run["per_s"] / (base["per_s"] / 2) if base["per_s"] else None
-        cpu_ratio = None
-        if run["server_cpu_us_per_op"] and base["server_cpu_us_per_op"]:
-            cpu_ratio = 2 * base["server_cpu_us_per_op"] / run["server_cpu_us_per_op"]
+    for concurrency, runs in each_run.items():
+        kinds = ("gateway", "baseline", "baseline_round_trip")
+        medians = {kind: median_of([run[kind] for run in runs]) for kind in kinds}
         rows.append(
             {
-                "concurrency": run["concurrency"],
-                "gateway": run,
-                "baseline": base,
-                "ratio": None if ratio is None else round(ratio, 3),
-                "cpu_ratio": None if cpu_ratio is None else round(cpu_ratio, 3),
+                "concurrency": concurrency,
+                **medians,
+                **compared(medians["gateway"], medians["baseline"]),
+                "each_run": runs,
             }
         )
     return {"server": facts, "runs": rows}
@@ -288,17 +366,21 @@ def warm_up(http: httpx.Client) -> None:
 
 
 def fan_out(options: Options, subscribers: int, shared: Shared) -> dict[str, Any]:
-    """The gateway's fan-out to ``subscribers`` streams, beside the baseline's bare StreamingResponse."""
-    with options.serving(GATEWAY, shared) as gateway:
-        measured = fanning_out(options, gateway, subscribers)
-    with options.serving(BASELINE, shared) as baseline:
-        measured["baseline"] = fanning_out(options, baseline, subscribers)
-    return measured
+    """The gateway's fan-out to ``subscribers`` streams, beside the baseline's bare StreamingResponse,
+    ``options.runs`` times, each on fresh servers (memory per subscriber is measured from the start)."""
+    each_run = []
+    for run in range(1, options.runs + 1):
+        with options.serving(GATEWAY, shared) as gateway:
+            measured = fanning_out(options, gateway, subscribers, run)
+        with options.serving(BASELINE, shared) as baseline:
+            measured["baseline"] = fanning_out(options, baseline, subscribers, run)
+        each_run.append(measured)
+    return with_each_run(each_run)
 
 
-def fanning_out(options: Options, server: ServerProcess, subscribers: int) -> dict[str, Any]:
+def fanning_out(options: Options, server: ServerProcess, subscribers: int, run: int = 1) -> dict[str, Any]:
     """``subscribers`` idle streams; questions asked one at a time; how long until all have each."""
-    progress(f"fan-out: {subscribers} subscribers ({server.module})")
+    progress(f"fan-out: {subscribers} subscribers ({server.module}){options.run_label(run)}")
     with httpx.Client(base_url=server.url, timeout=30) as http:
         warm_up(http)
         time.sleep(0.5)
@@ -319,6 +401,7 @@ def fanning_out(options: Options, server: ServerProcess, subscribers: int) -> di
             start = time.monotonic_ns()
             cpu = server.cpu_seconds()
             name = f"fan-out-{subscribers}{'-baseline' if server.module == BASELINE else ''}"
+            name += f"-run{run}" if options.runs > 1 else ""
             profiler = Profiler(options, server, name, options.fan_out_questions * 0.2)
             everyone: list[int] = []
             per_subscriber: list[int] = []
@@ -372,14 +455,20 @@ def fanning_out(options: Options, server: ServerProcess, subscribers: int) -> di
 
 
 def capacity(options: Options, shared: Shared) -> dict[str, Any]:
-    progress(f"capacity: {options.pending} pending")
-    with options.serving(GATEWAY, shared) as server:
-        with httpx.Client(base_url=server.url, timeout=30) as http:
-            warm_up(http)
-        return asyncio.run(_capacity(options, server))
+    """``options.runs`` capacity measurements, each on a fresh gateway (or the quick run's shared one)."""
+    each_run = []
+    for run in range(1, options.runs + 1):
+        progress(f"capacity: {options.pending} pending{options.run_label(run)}")
+        with options.serving(GATEWAY, shared) as server:
+            with httpx.Client(base_url=server.url, timeout=30) as http:
+                warm_up(http)
+            # A shared server, or a store that outlives the server, would hand these to the next run.
+            withdraw = GATEWAY in shared or report.store_kind(options.store) != "memory"
+            each_run.append(asyncio.run(_capacity(options, server, withdraw=withdraw)))
+    return with_each_run(each_run)
 
 
-async def _capacity(options: Options, server: ServerProcess) -> dict[str, Any]:
+async def _capacity(options: Options, server: ServerProcess, *, withdraw: bool) -> dict[str, Any]:
     connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=loads.KEEPALIVE)
     async with aiohttp.ClientSession(server.url, connector=connector) as http:
         asked = itertools.count()
@@ -419,7 +508,7 @@ async def _capacity(options: Options, server: ServerProcess) -> dict[str, Any]:
             async with gate:
                 return await create()
 
-        await asyncio.gather(*(create_gated() for _ in range(options.pending)))
+        pending_ids = await asyncio.gather(*(create_gated() for _ in range(options.pending)))
         created = time.monotonic_ns()
         phases["create"] = (began, created)
         await asyncio.sleep(1.0)
@@ -444,12 +533,21 @@ async def _capacity(options: Options, server: ServerProcess) -> dict[str, Any]:
         backlog_ns = await _backlog_time(server, options.pending)
         phases["subscribe with backlog"] = (began, time.monotonic_ns())
 
+        async def reject(request_id: str) -> None:
+            async with gate, http.post(f"/question/{request_id}/reject") as response:
+                if response.status != 200:
+                    raise RuntimeError(f"reject: {response.status} {await response.text()}")
+
+        if withdraw:
+            await asyncio.gather(*(reject(request_id) for request_id in pending_ids))
+
     lags = {phase: loop_lag(server, start, end) for phase, (start, end) in phases.items()}
     one_p50 = percentile(with_one, 50) or 1
     return {
         "pending": options.pending,
         "rss_before_mb": round(rss_before / 2**20, 1),
         "rss_pending_mb": round(rss_pending / 2**20, 1),
+        "rss_increase_mb": round((rss_pending - rss_before) / 2**20, 1),
         "kb_per_pending": round((rss_pending - rss_before) / options.pending / 1024, 2),
         "create_per_s": round(options.pending / ((created - phases["create"][0]) / 1e9), 1),
         "list_ms": spread_ms(listing),

@@ -2,9 +2,12 @@
 loads them from client processes, and reports every measure the Performance section publishes.
 
 Nothing here asserts a speed: the quick run's counts are far too small to mean anything. It pins that
-each measure was actually taken (samples exist, the probe reported, nothing failed).
+each measure was actually taken (samples exist, the probe reported, nothing failed), that repeated runs
+are folded into medians with every run kept, and that an earlier run's JSON is shown beside this one.
+One quick run with ``--runs 2 --before`` covers all of it, to keep the suite short.
 """
 
+import copy
 import json
 import subprocess
 import sys
@@ -13,16 +16,49 @@ from typing import Any
 
 import pytest
 
-from bench.scenarios import percentile, shares
+from bench import report
+from bench.scenarios import median_of, percentile, shares
 
 REPOSITORY = Path(__file__).resolve().parents[2]
+RUNS = 2
+
+
+def _spread(p50: float, p99: float) -> dict[str, Any]:
+    return {"p50": p50, "p99": p99, "max": p99, "count": 5}
+
+
+EARLIER_RUN: dict[str, Any] = {
+    # As a run of the harness before it recorded its store and kept each run: --before must read it too.
+    "machine": {"cpus": 2, "cpu_model": "AMD EPYC", "python": "3.11.7", "system": "Linux"},
+    "options": {"log_level": "info", "priority": 0, "app_dir": str(REPOSITORY)},
+    "round_trips": {
+        "runs": [{"concurrency": 1, "gateway": {"per_s": 123.0, "server_cpu_us_per_op": 4567.0}}]
+    },
+    "capacity": {
+        "pending": 50,
+        "rss_before_mb": 80.0,
+        "rss_pending_mb": 81.5,
+        "kb_per_pending": 30.7,
+        "create_per_s": 111.0,
+        "list_ms": _spread(1.0, 2.0),
+        "list_bytes": 20_000,
+        "reply_one_pending_ms": _spread(1.0, 2.0),
+        "reply_many_pending_ms": _spread(1.1, 2.2),
+        "reply_slowdown": 1.1,
+        "subscribe_backlog_ms": 3.0,
+        "loop_lag": {"create": {"max_ms": 9.0}},
+    },
+}
 
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
-    output = tmp_path_factory.mktemp("bench") / "results.json"
+    folder = tmp_path_factory.mktemp("bench")
+    output, before = folder / "results.json", folder / "before.json"
+    before.write_text(json.dumps(EARLIER_RUN))
+    command = [sys.executable, "-m", "bench", "--quick", "--runs", str(RUNS), "--before", str(before)]
     finished = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--json", str(output)],
+        [*command, "--json", str(output)],
         cwd=REPOSITORY,
         capture_output=True,
         text=True,
@@ -31,6 +67,40 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any],
     )
     assert finished.returncode == 0, finished.stderr[-4000:]
     return json.loads(output.read_text()), finished.stdout
+
+
+def _measured(concurrency: int, per_s: float, cpu_us: float, p99_ms: float | None = None) -> dict[str, Any]:
+    """One round-trip measurement; with ``p99_ms`` that of tools, whose latencies are timed too."""
+    measured: dict[str, Any] = {"concurrency": concurrency, "per_s": per_s, "server_cpu_us_per_op": cpu_us}
+    measured.update(errors=0, loop_lag={"max_ms": 5.0})
+    if p99_ms is not None:
+        measured["post_to_asked_ms"] = _spread(p99_ms / 2, p99_ms)
+        measured["reply_to_result_ms"] = _spread(p99_ms / 2, p99_ms + 10)
+    return measured
+
+
+def _results(store: str) -> dict[str, Any]:
+    """Made-up results of a full run (C=1 and C=32, fan-out to 1,000): what the quick run cannot reach."""
+    rows = []
+    for concurrency, per_s, cpu_us, p99 in ((1, 300.0, 1000.0, 5.0), (32, 500.0, 900.0, 45.0)):
+        gateway = _measured(concurrency, per_s, cpu_us, p99)
+        baseline = _measured(concurrency, 1200.0, 400.0)
+        row = {"concurrency": concurrency, "gateway": gateway, "baseline": baseline}
+        rows.append({**row, "ratio": per_s / 600, "cpu_ratio": 0.8, "cpu_per_request": cpu_us / 400})
+    fan_out = {
+        "subscribers": 1000,
+        "all_received_ms": _spread(50.0, 90.0),
+        "loop_lag": {"max_ms": 20.0},
+        "loop_lag_connecting": {"max_ms": 30.0},
+        "baseline": {"all_received_ms": _spread(40.0, 95.0)},
+    }
+    return {
+        "machine": EARLIER_RUN["machine"],
+        "store": store,
+        "options": {"runs": 1},
+        "round_trips": {"server": {"loop": "uvloop.Loop", "http": "httptools"}, "runs": rows},
+        "fan_out": [fan_out],
+    }
 
 
 def _sampled(spread: dict[str, Any]) -> bool:
@@ -54,7 +124,21 @@ def test_round_trips_are_measured_beside_the_baseline(quick_run):
         assert _sampled(gateway["reply_to_result_ms"])
         assert _sampled(baseline["latency_ms"])
         assert row["ratio"] == pytest.approx(gateway["per_s"] / (baseline["per_s"] / 2), abs=0.001)
+        assert row["cpu_per_request"] > 0
         assert gateway["loop_lag"]["max_ms"] is not None  # the probe ran inside the server
+        bare = row["baseline_round_trip"]  # the same tools and answerer against the baseline
+        assert bare["completed"] > 0
+        assert bare["errors"] == 0
+        assert bare["replies_refused"] == 0
+        assert _sampled(bare["post_to_asked_ms"])
+        assert _sampled(bare["reply_to_result_ms"])
+        assert len(row["each_run"]) == RUNS
+        for run in row["each_run"]:
+            assert run["gateway"]["completed"] > 0
+            assert run["baseline_round_trip"]["completed"] > 0
+            assert run["ratio"] is not None
+        completed = sorted(run["gateway"]["completed"] for run in row["each_run"])
+        assert gateway["completed"] == pytest.approx(sum(completed) / RUNS)  # the median of two
 
 
 @pytest.mark.timeout(180)
@@ -71,6 +155,8 @@ def test_fan_out_reaches_every_subscriber_of_both_servers(quick_run):
     baseline = run["baseline"]  # the same clients against a bare StreamingResponse
     assert baseline["per_subscriber_ms"]["count"] == 20 * 3
     assert baseline["streams_ended_early"] == 0
+    assert len(run["each_run"]) == RUNS
+    assert all(each["baseline"]["per_subscriber_ms"]["count"] == 20 * 3 for each in run["each_run"])
 
 
 @pytest.mark.timeout(180)
@@ -83,19 +169,118 @@ def test_capacity_times_listing_replies_and_backlog(quick_run):
     assert _sampled(capacity["reply_many_pending_ms"])
     assert capacity["subscribe_backlog_ms"] > 0
     assert set(capacity["loop_lag"]) >= {"create", "list"}
+    assert capacity["rss_increase_mb"] == pytest.approx(
+        capacity["rss_pending_mb"] - capacity["rss_before_mb"], abs=0.2
+    )
+    assert len(capacity["each_run"]) == RUNS
+    # Each run starts from an empty gateway: the first run's questions were withdrawn before the second.
+    assert [each["list_bytes"] for each in capacity["each_run"]] == [capacity["list_bytes"]] * RUNS
 
 
 @pytest.mark.timeout(180)
-def test_report_names_the_machine_and_every_target(quick_run):
+def test_report_names_the_machine_the_store_and_every_target(quick_run):
     results, printed = quick_run
     assert results["machine"]["cpus"] >= 1
     assert results["machine"]["python"].count(".") == 2
+    assert results["store"] == "memory"
+    assert results["options"]["runs"] == RUNS
     targets = [check["target"] for check in results["targets"]]
-    assert any(target.startswith("round-trip ratio") for target in targets)
-    assert any("pending in < 200 MB" in target for target in targets)
+    assert "CPU per round trip <= 2.5x a bare request's (C=1)" in targets
+    assert "elicitations/s >= 0.7 of half the bare requests/s (C=4)" in targets
     assert "no event-loop stall > 100 ms" in targets
-    for heading in ("Round trips", "Fan-out", "Capacity", "Targets"):
+    assert "GET /question with 50 pending < 100 ms (p50)" in targets
+    assert "50 pending in <= 30 MB (RSS increase)" in targets
+    assert "reply with 50 pending as fast as with 1 (within 25 %)" in targets
+    assert not any("C=32" in target or "Redis" in target for target in targets)  # neither was measured
+    for check in results["targets"]:
+        assert isinstance(check["measured"], str)
+        assert check["met"] in (True, False)
+    for heading in ("Round trips", "Fan-out", "Capacity", "Targets", "medians shown"):
         assert heading in printed
+
+
+@pytest.mark.timeout(180)
+def test_before_file_is_shown_beside_this_run(quick_run):
+    results, printed = quick_run
+    assert results["before"]["store"] is None  # the earlier file did not record one
+    first, second = results["round_trips"]["runs"]
+    assert first["before"] == {"per_s": 123.0, "server_cpu_us_per_op": 4567.0}
+    assert second["before"] is None  # the earlier run had no C=4
+    assert results["capacity"]["before"]["create_per_s"] == 111.0
+    assert "(store not recorded)" in printed
+    assert "4,567.0" in printed  # the round-trip table's before column
+    assert "111.0" in printed  # the capacity table's before column
+
+
+@pytest.mark.timeout(180)
+def test_a_run_reads_back_as_the_before_of_the_next(quick_run):
+    results, _ = quick_run
+    later = copy.deepcopy(results)
+    report.attach_before(later, results, Path("earlier.json"))
+    assert later["before"] == {"file": "earlier.json", "store": "memory"}
+    for row in later["round_trips"]["runs"]:
+        assert row["before"]["per_s"] == row["gateway"]["per_s"]
+        assert row["before"]["server_cpu_us_per_op"] == row["gateway"]["server_cpu_us_per_op"]
+    assert "each_run" not in later["capacity"]["before"]
+    assert "before" in report.render({**later, "targets": report.targets(later)})
+
+
+def _targets(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {check["target"]: check for check in report.targets(results)}
+
+
+def test_latency_fan_out_and_cpu_targets_of_a_full_run():
+    checks = _targets(_results("memory"))
+    assert checks["post -> asked p99 < 50 ms at C=32"]["met"] is True
+    assert checks["reply -> result p99 < 50 ms at C=32"]["met"] is False  # 55 ms
+    assert checks["CPU per round trip <= 2.5x a bare request's (C=1)"]["measured"] == "2.50x (1,000 / 400 us)"
+    assert checks["CPU per round trip <= 2.5x a bare request's (C=32)"]["met"] is True
+    assert checks["elicitations/s >= 0.7 of half the bare requests/s (C=1)"]["met"] is False
+    fan_out = checks["fan-out to 1,000: p99 all have it <= the bare baseline's"]
+    assert (fan_out["met"], fan_out["measured"]) == (True, "90.0 vs 95.0 ms (-5 %)")
+    assert not any("Redis" in target for target in checks)
+
+
+def test_redis_cpu_target_needs_a_reference_of_the_same_store():
+    name = "Redis: CPU per round trip <= 50% of the reference's"
+    results = _results("redis://127.0.0.1:6379/0")
+    assert _targets(results)[name]["measured"] == "no reference (--before FILE)"
+
+    other_store = copy.deepcopy(results)
+    report.attach_before(other_store, _results("memory"), Path("memory.json"))
+    assert _targets(other_store)[name]["measured"] == "no reference (before ran on memory)"
+
+    earlier = _results("redis://127.0.0.1:6379/0")
+    earlier["round_trips"]["runs"][0]["gateway"]["server_cpu_us_per_op"] = 2500.0
+    report.attach_before(results, earlier, Path("redis.json"))
+    checks = _targets(results)
+    assert checks[f"{name} (C=1)"]["met"] is True  # 1,000 us against 2,500
+    assert checks[f"{name} (C=1)"]["measured"] == "1,000 vs 2,500 us (0.40x)"
+    assert checks[f"{name} (C=32)"]["met"] is False  # the same 900 us as before
+
+
+def test_runs_fold_into_medians_with_failures_added_up():
+    runs = [
+        {"per_s": 10.0, "completed": 3, "errors": 1, "server": "x", "lag": {"max_ms": 4.0}},
+        {"per_s": 30.0, "completed": 5, "errors": 0, "server": "x", "lag": {"max_ms": None}},
+        {"per_s": 20.0, "completed": 4, "errors": 2, "server": "x", "lag": {"max_ms": 8.0}},
+    ]
+    assert median_of(runs) == {
+        "per_s": 20.0,
+        "completed": 4,
+        "errors": 3,
+        "server": "x",
+        "lag": {"max_ms": 6.0},
+    }
+    assert median_of([{"count": 3}, {"count": 3}]) == {"count": 3}
+
+
+def test_store_url_is_recorded_without_its_password():
+    assert report.redacted("redis://:secret@10.0.0.1:6379/0") == "redis://:***@10.0.0.1:6379/0"
+    assert report.redacted("redis://127.0.0.1:6379/0") == "redis://127.0.0.1:6379/0"
+    assert report.store_kind("rediss://cache:6380/1") == "redis"
+    assert report.store_kind("sqlite:///gateway.db") == "sqlite"
+    assert report.store_kind("memory") == "memory"
 
 
 def test_percentile_is_nearest_rank():
