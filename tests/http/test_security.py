@@ -151,6 +151,22 @@ async def test_cors_allows_local_pages_and_configured_origins_only(make_server):
         assert "access-control-allow-origin" not in plain.headers
 
 
+async def test_responses_vary_by_origin_and_refusals_still_reach_the_page(make_server, monkeypatch):
+    """A browser's request gets CORS headers, even on a 401 (so the page can read it); one without an
+    Origin skips CORS but still says the response depends on it."""
+    monkeypatch.setenv("OPENCODE_SERVER_PASSWORD", "page-secret")
+    server = make_server()
+    async with httpx.AsyncClient(base_url=server.url) as http:
+        page = await http.get("/question", headers={"Origin": "http://localhost:3000"})
+        assert page.status_code == 401
+        assert page.headers["access-control-allow-origin"] == "http://localhost:3000"
+        assert "Origin" in page.headers["vary"]
+        tool = await http.post("/elicitations", json=form(text_properties(1)))
+        assert tool.status_code == 201
+        assert "access-control-allow-origin" not in tool.headers
+        assert tool.headers.get_list("vary") == ["Origin"]
+
+
 async def test_a_wildcard_origin_never_comes_with_credentials(make_server):
     server = make_server(cors_origins=["*"])
     async with httpx.AsyncClient(base_url=server.url) as http:
