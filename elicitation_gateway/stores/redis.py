@@ -8,15 +8,22 @@ Keys (``prefix`` is ``gateway`` unless told otherwise)::
     {prefix}:sessions       hash: pending questions per session
     {prefix}:events         stream of events, capped (``XADD MAXLEN ~``)
 
-Every change is one atomic step in Redis that also appends its event to the stream: ``add`` is a
-MULTI/EXEC block, ``finish`` a Lua script that moves a record out of the pending set only if it is
-still there. So a record finishes once in the whole cluster, and its ``question.replied`` or
-``question.rejected`` goes out exactly once.
+Every change is one Lua script, one round trip, that also appends its event to the stream: ``add``
+keeps a record, ``finish`` moves one out of the pending set only if it is still there. So a record
+finishes once in the whole cluster, and its ``question.replied`` or ``question.rejected`` goes out
+exactly once.
 
 Each replica runs one ``XREAD`` loop that decodes every stream entry once and hands the same event to
 all of its local subscribers. An event's id is derived from its stream entry's id (see
 :func:`event_id_of`), so every replica sends the same ids, in the same order, and a ``Last-Event-ID``
 from any replica leads back to the same place in the stream.
+
+Besides its event (``e``), an entry that adds or finishes a record carries what replicas would
+otherwise ask Redis for: how many records are pending after the change, in all (``n``) and in the
+record's session (``s``), as the script counted them, and a finish's finished record (``r``). Each
+replica keeps the counts of the entries it has read (:class:`PendingCounts`), so checking the limits
+costs no round trip, and hands the finished record to the requests waiting for it without reading
+it back.
 
 When Redis cannot be reached, calls raise :class:`.StoreUnavailable`, local streams end
 (clients reconnect and replay), and the loop keeps retrying until Redis is back.
@@ -24,6 +31,7 @@ When Redis cannot be reached, calls raise :class:`.StoreUnavailable`, local stre
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 from collections.abc import Iterator
@@ -33,7 +41,7 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ReadOnlyError, ResponseError
+from redis.exceptions import NoScriptError, ReadOnlyError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from elicitation_gateway import events, ids
@@ -50,8 +58,9 @@ MIN_STREAM_LENGTH = 1000
 even when the replay history (``history_size``) is smaller."""
 
 POOL_SIZE = 50
-"""Connections for commands. Each command in flight holds one, and a burst of requests would open one
-per request: past the pool's size they wait for a free one (up to ``POOL_WAIT`` seconds) instead of
+"""Connections for commands (the loop's blocking reads of the stream have one of their own). Each
+command in flight holds one, and a burst of requests would open one per
+request: past the pool's size they wait for a free one (up to ``POOL_WAIT`` seconds) instead of
 failing. Redis runs commands one at a time, so more connections would not make it faster. The URL's
 ``?max_connections=`` and ``?timeout=`` override both."""
 POOL_WAIT = 5.0
@@ -62,18 +71,127 @@ READ_BATCH = 500
 RETRY_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0)
 CLOSE_DRAIN_SECONDS = 2.0
 
-_FINISH = """
+
+class Script:
+    """A Lua script, run by its SHA1 once Redis has it (sent whole the first time, and after Redis
+    forgot it)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.sha = hashlib.sha1(source.encode()).hexdigest()
+
+
+class ScriptBatches:
+    """Runs the scripts of all requests in flight together: those called while a batch is on its way
+    go out in the next, as one pipeline, one exchange with Redis.
+
+    redis-py lends a connection per command, with a lock, a retry and instrumentation around each;
+    under load that was most of what a round trip spent on Redis, and Redis runs one command at a
+    time anyway. In a pipeline it is paid once per batch, and the commands are still packed, sent and
+    parsed by redis-py. When the connection breaks, redis-py sends a batch again whole: the scripts
+    tell a second run of themselves from the first.
+
+    Batches are sent by a task of their own, so a caller that gives up (its request cancelled) does
+    not take the others' replies with it."""
+
+    def __init__(self, redis: Redis) -> None:
+        self._redis = redis
+        self._queued: list[tuple[Script, list[str], list[Any], asyncio.Future[Any]]] = []
+        self._sender: asyncio.Task[None] | None = None
+
+    async def run(self, script: Script, keys: list[str], args: list[Any]) -> Any:
+        loop = asyncio.get_running_loop()
+        reply: asyncio.Future[Any] = loop.create_future()
+        self._queued.append((script, keys, args, reply))
+        if self._sender is None:
+            self._sender = loop.create_task(self._send())
+        return await reply
+
+    async def close(self) -> None:
+        """Let the batch on its way finish (its callers get their replies), then stop."""
+        if (sender := self._sender) is not None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(CLOSE_DRAIN_SECONDS):
+                    await asyncio.shield(sender)
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sender
+
+    async def _send(self) -> None:
+        try:
+            while self._queued:
+                batch, self._queued = self._queued, []
+                try:
+                    replies = await self._execute([(script, keys, args) for script, keys, args, _ in batch])
+                except Exception as error:  # every caller gets it, as from its own call
+                    replies = [error] * len(batch)
+                for (*_, reply), result in zip(batch, replies, strict=True):
+                    if reply.done():  # its caller gave up
+                        continue
+                    if isinstance(result, BaseException):
+                        reply.set_exception(result)
+                    else:
+                        reply.set_result(result)
+        finally:
+            self._sender = None
+
+    async def _execute(self, batch: list[tuple[Script, list[str], list[Any]]]) -> list[Any]:
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for script, keys, args in batch:
+                pipe.evalsha(script.sha, len(keys), *keys, *args)
+            replies: list[Any] = await pipe.execute(raise_on_error=False)
+        # Not run: Redis restarted, or was flushed, since it had them. Sent whole, in the same order.
+        unknown = [n for n, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+        if unknown:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for n in unknown:
+                    script, keys, args = batch[n]
+                    pipe.eval(script.source, len(keys), *keys, *args)
+                for n, reply in zip(unknown, await pipe.execute(raise_on_error=False), strict=True):
+                    replies[n] = reply
+        return replies
+
+
+_ADD = Script("""
+-- KEYS: record, pending set, sessions hash, events stream
+-- ARGV: request id, record, creation time, session id, event, stream length
+-- Returns the entry's id and the counts after it; nothing when the record is there already (a retry
+-- of an add whose reply was lost), so that a retry neither counts nor announces it twice.
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return false
+end
+redis.call('SET', KEYS[1], ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+local in_session = redis.call('HINCRBY', KEYS[3], ARGV[4], 1)
+local pending = redis.call('ZCARD', KEYS[2])
+local entry = redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[6], '*',
+  'e', ARGV[5], 'n', pending, 's', in_session)
+return {entry, pending, in_session}
+""")
+
+_FINISH = Script("""
 -- KEYS: record, pending set, sessions hash, events stream
 -- ARGV: request id, finished record, retention (ms), session id, event, stream length
+-- Returns the entry's id and the counts after it; nothing when the record was not pending; 0 when
+-- this very finish was made already (a retry of a finish whose reply was lost).
 if redis.call('ZREM', KEYS[2], ARGV[1]) == 0 then
+  if redis.call('GET', KEYS[1]) == ARGV[2] then
+    return 0
+  end
   return false
 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-if redis.call('HINCRBY', KEYS[3], ARGV[4], -1) <= 0 then
+local in_session = redis.call('HINCRBY', KEYS[3], ARGV[4], -1)
+if in_session <= 0 then
   redis.call('HDEL', KEYS[3], ARGV[4])
+  in_session = 0
 end
-return redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[6], '*', 'e', ARGV[5])
-"""
+local pending = redis.call('ZCARD', KEYS[2])
+local entry = redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[6], '*',
+  'e', ARGV[5], 'n', pending, 's', in_session, 'r', ARGV[2])
+return {entry, pending, in_session}
+""")
+
 
 # ---------------------------------------------------------------------------------------------------
 # Event ids <-> stream ids
@@ -87,12 +205,12 @@ def event_id_of(stream_id: str) -> str:
 
     The mapping is one-to-one and keeps the order, so ids sort as the stream does.
     """
-    millis, seq = (int(part) for part in stream_id.split("-"))
-    digits = []
-    for _ in range(_SEQ_DIGITS):
+    millis, _, seq_text = stream_id.partition("-")
+    seq, digits = int(seq_text), ""
+    while seq:  # a few digits at most: the sequence counts entries within one millisecond
         seq, digit = divmod(seq, 62)
-        digits.append(ids.BASE62[digit])
-    return f"evt_{millis:012x}{''.join(reversed(digits))}"
+        digits = ids.BASE62[digit] + digits
+    return f"evt_{int(millis):012x}{digits.rjust(_SEQ_DIGITS, ids.BASE62[0])}"
 
 
 def stream_id_of(event_id: str) -> str | None:
@@ -107,34 +225,101 @@ def stream_id_of(event_id: str) -> str | None:
     return f"{int(event_id[4:16], 16)}-{seq}"
 
 
-def _stream_order(stream_id: str) -> tuple[int, int]:
+StreamOrder = tuple[int, int]
+
+
+def _stream_order(stream_id: str) -> StreamOrder:
     millis, seq = stream_id.split("-")
     return int(millis), int(seq)
 
 
 def _encode(event: events.Event) -> str:
     """What the stream keeps of an event: its id comes from the entry."""
-    head = '{"type":' + events.to_json(event.type) + ',"properties":' + event.properties_json()
-    return head + ',"directory":' + events.to_json(event.directory) + "}"
+    return _entry(event.type, event.properties_json(), event.directory)
+
+
+def _entry(event_type: str, properties_json: str, directory: str | None) -> str:
+    return f'{{"type":{events.to_json(event_type)},"properties":{properties_json}{_entry_tail(directory)}'
+
+
+def _entry_tail(directory: str | None) -> str:
+    return ',"directory":' + ("null" if directory is None else events.to_json(directory)) + "}"
 
 
 def _decode(stream_id: str, fields: dict[str, str]) -> events.Event | None:
-    """The event an entry holds; None (and a warning) for an entry that is not one."""
+    """The event an entry holds; None (and a warning) for an entry that is not one.
+
+    An entry :func:`_encode` made holds the properties' JSON as the event's frames splice it: taken
+    as it is, so that no replica encodes it again."""
     try:
-        body = json.loads(fields["e"])
-        return events.Event(
-            body["type"],
-            body["properties"],
-            directory=body.get("directory"),
-            replayable=True,
-            id=event_id_of(stream_id),
-        )
+        entry = fields["e"]
+        body = json.loads(entry)
+        event_type, properties, directory = body["type"], body["properties"], body.get("directory")
+        head = f'{{"type":{events.to_json(event_type)},"properties":'
+        tail = _entry_tail(directory)
     except (KeyError, TypeError, ValueError):
+        properties = None
+    if not isinstance(properties, dict):
         logger.warning("skipping stream entry %s: not an event", stream_id)
         return None
+    ours = len(body) == 3 and entry.startswith(head) and entry.endswith(tail)
+    return events.Event(
+        event_type,
+        properties,
+        directory=directory,
+        replayable=True,
+        id=event_id_of(stream_id),
+        properties_json=entry[len(head) : -len(tail)] if ours else None,
+    )
+
+
+def _stream_info_or_none(reply: Any) -> dict[str, Any] | None:
+    """XINFO STREAM's reply; None when there is no stream yet."""
+    if isinstance(reply, ResponseError):
+        if "no such key" in str(reply):
+            return None
+        raise reply
+    return reply
 
 
 # ---------------------------------------------------------------------------------------------------
+
+
+class PendingCounts:
+    """How many records are pending, in all and per session, as of the stream entries this replica has
+    read, and of its own changes that Redis has answered but the loop has not read back yet.
+
+    They start from a snapshot taken together with a position in the stream (``since``); from there
+    every entry that adds or finishes a record says both counts as its script made them. Each count
+    keeps the position it is as of, so an older entry never overwrites a newer count: this replica's
+    own changes count as soon as Redis answers them, and the loop reading them back later changes
+    nothing. A session leaves when the loop reads that it has none pending.
+    """
+
+    def __init__(self, since: StreamOrder, pending: int, sessions: dict[str, int]) -> None:
+        self._since = since
+        self._pending = (since, pending)
+        self._sessions = {session_id: (since, count) for session_id, count in sessions.items()}
+
+    def count(self, session_id: str | None = None) -> int:
+        if session_id is None:
+            return self._pending[1]
+        found = self._sessions.get(session_id)
+        return 0 if found is None else found[1]
+
+    def update(self, at: StreamOrder, pending: int, session_id: str, in_session: int, *, read: bool) -> None:
+        """The counts after the entry at ``at``; ``read``: the loop read it, so none older follows."""
+        if at <= self._since:
+            return
+        if at > self._pending[0]:
+            self._pending = (at, pending)
+        known = self._sessions.get(session_id)
+        if known is not None and (at < known[0] or (at == known[0] and not read)):
+            return
+        if read and in_session <= 0:
+            self._sessions.pop(session_id, None)
+        else:
+            self._sessions[session_id] = (at, in_session)
 
 
 class RedisSubscription(LocalSubscription):
@@ -181,20 +366,22 @@ class RedisStore(Store):
         self._events_key = f"{prefix}:events"
         self._record_prefix = f"{prefix}:record:"
         self._redis: Redis | None = None
-        self._reader: Redis | None = None
+        self._reader: Redis | None = None  # the loop's blocking reads of the stream
         self._reader_task: asyncio.Task[None] | None = None
         self._cursor: str | None = None  # the last stream entry handed to local subscribers
         self._reading = False  # the loop is connected and following the stream
         self._position: int | None = None  # entries ever added to the stream, up to the cursor
         self._subscribers = Subscribers()
         self._waiters: dict[str, set[asyncio.Event]] = {}
+        self._results: dict[str, Record] = {}  # finished records for those waiting on them
+        self._counts: PendingCounts | None = None  # None: count in Redis until the loop has them again
         # Pending records never change until they finish: keep the parsed ones (dropped when they
         # finish), so that listing thousands costs one ZRANGE, and reading one no JSON parse.
         self._known: dict[str, Record] = {}
         self._finishes = 0  # finish events seen: a listing that raced one is not cached
         self._progress = asyncio.Event()  # set when the loop hands out entries, or fails
         self._no_waiters = asyncio.Event()
-        self._finish_script: Any = None
+        self._scripts: ScriptBatches | None = None  # the add and finish scripts of every request
 
     # ---------------------------------------------------------------------------------------------
     # Life cycle
@@ -213,7 +400,7 @@ class RedisStore(Store):
         )
         self._redis = Redis.from_pool(pool)  # closing the client closes the pool
         self._reader = Redis.from_url(self._url, socket_timeout=READ_BLOCK_MS / 1000 + 5, **options)
-        self._finish_script = self._redis.register_script(_FINISH)
+        self._scripts = ScriptBatches(self._redis)
         with contextlib.suppress(*UNREACHABLE):
             await self._follow_from_tail()
         self._reader_task = asyncio.get_running_loop().create_task(self._read_events())
@@ -236,11 +423,13 @@ class RedisStore(Store):
             while not self._reader_task.done():
                 self._reader_task.cancel()
                 await asyncio.wait({self._reader_task}, timeout=0.1)
+        if self._scripts is not None:
+            await self._scripts.close()
         for client in (self._reader, self._redis):
             if client is not None:
                 with contextlib.suppress(*UNREACHABLE):
                     await client.aclose()
-        self._redis = self._reader = None
+        self._redis = self._reader = self._scripts = None
 
     async def healthy(self) -> bool:
         if not self._reading:
@@ -255,14 +444,23 @@ class RedisStore(Store):
     # Records
 
     async def add(self, record: Record) -> None:
+        session_id = record.request.sessionID
         with self._reachable():
-            async with self._client.pipeline(transaction=True) as pipe:
-                pipe.set(self._record_key(record.id), record.model_dump_json())
-                pipe.zadd(self._pending_key, {record.id: record.created_at})
-                pipe.hincrby(self._sessions_key, record.request.sessionID, 1)
-                self._append(pipe, record.asked_event())
-                await pipe.execute()
+            appended = await self._scripts_batched.run(
+                _ADD,
+                self._keys(record.id),
+                [
+                    record.id,
+                    record.model_dump_json(),
+                    record.created_at,
+                    session_id,
+                    _entry(events.ASKED, record.request.wire_json, record.directory),
+                    self._stream_length,
+                ],
+            )
         self._known[record.id] = record
+        if appended is not None:  # None: a retry, after a lost reply, of this add; the loop counts it
+            self._count_own(appended, session_id)
 
     async def get(self, request_id: str) -> Record | None:
         if self._reading and (known := self._known.get(request_id)) is not None:
@@ -279,6 +477,11 @@ class RedisStore(Store):
             return await self._pending_records(request_ids)
 
     async def count_pending(self, session_id: str | None = None) -> int:
+        """Counted as of the stream entries this replica has read and its own changes, without a
+        round trip. Another replica's ask counts here once the loop reads it, a moment later: limits
+        were never exact for asks racing on several replicas anyway (each counts, then adds)."""
+        if self._reading and self._counts is not None:
+            return self._counts.count(session_id)
         with self._reachable():
             if session_id is None:
                 return int(await self._client.zcard(self._pending_key))
@@ -295,21 +498,28 @@ class RedisStore(Store):
         if record is None or not record.pending:
             return None
         finished = record.finished(status, result)
+        session_id = record.request.sessionID
         with self._reachable():
-            appended = await self._finish_script(
-                keys=[self._record_key(request_id), self._pending_key, self._sessions_key, self._events_key],
-                args=[
+            appended = await self._scripts_batched.run(
+                _FINISH,
+                self._keys(request_id),
+                [
                     request_id,
                     finished.model_dump_json(),
                     self._result_ttl_ms,
-                    record.request.sessionID,
+                    session_id,
                     _encode(finished.finished_event(answers)),
                     self._stream_length,
                 ],
             )
         self._finishes += 1
         self._known.pop(request_id, None)  # finished, by this call or another replica's
-        return finished if appended else None  # not pending any more: another replica finished it
+        if appended is None:  # not pending any more: another replica finished it
+            return None
+        if appended != 0:  # 0: a retry, after a lost reply, of this finish; the loop counts it
+            self._count_own(appended, session_id)
+        self._hand_to_waiters(finished)  # now, rather than when the loop reads the finish back
+        return finished
 
     async def wait(self, request_id: str, seconds: float) -> Record | None:
         woken = asyncio.Event()
@@ -320,12 +530,17 @@ class RedisStore(Store):
             if record is None or not record.pending:
                 return record
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(woken.wait(), seconds)
-            return await self.get(request_id)
+                async with asyncio.timeout(seconds):  # unlike wait_for, no task of its own
+                    await woken.wait()
+            # Woken by its finish, which brought the finished record; or by a lost stream, or the time
+            # is up: then Redis says.
+            finished = self._results.get(request_id)
+            return finished if finished is not None else await self.get(request_id)
         finally:
             waiters.discard(woken)
             if not waiters:
                 self._waiters.pop(request_id, None)
+                self._results.pop(request_id, None)
                 if not self._waiters:
                     self._no_waiters.set()
 
@@ -385,19 +600,18 @@ class RedisStore(Store):
                     # Listeners were dropped meanwhile (they replay from Redis when they reconnect), so
                     # this replica starts again from the stream's end, knowing its position there.
                     await self._follow_from_tail()
+                elif self._counts is None:
+                    await self._count_again()
                 if failures:
                     logger.warning("Redis is reachable again; event streams resume")
                     failures = 0
-                reply = await self._reader.xread(  # type: ignore[union-attr]
-                    {self._events_key: self._cursor}, count=READ_BATCH, block=READ_BLOCK_MS
-                )
                 read = 0
-                for _stream, entries in reply:
-                    for stream_id, fields in entries:
-                        self._cursor = stream_id
-                        read += 1
-                        if event := _decode(stream_id, fields):
-                            self._dispatch(event)
+                for stream_id, fields in await self._read_stream():
+                    self._cursor = stream_id
+                    read += 1
+                    if event := _decode(stream_id, fields):
+                        self._take_in(stream_id, fields, event)
+                        self._dispatch(event)
                 if self._position is not None:
                     self._position += read
                 if read == READ_BATCH:  # behind: check that the cap has not trimmed what is unread
@@ -420,11 +634,20 @@ class RedisStore(Store):
                 self._drop_local_listeners()
                 await asyncio.sleep(RETRY_DELAYS[-1])
 
+    async def _read_stream(self) -> list[tuple[str, dict[str, str]]]:
+        """The entries after the cursor, as soon as there are some (none after ``READ_BLOCK_MS``)."""
+        if self._reader is None:
+            raise RedisConnectionError("the store is closed")
+        reply = await self._reader.xread(
+            {self._events_key: self._cursor}, count=READ_BATCH, block=READ_BLOCK_MS
+        )
+        return [entry for _stream, entries in reply for entry in entries]
+
     async def _follow_from_tail(self) -> None:
         # Finishes published while the loop was not following are never read: what was cached
         # meanwhile may be stale, so pending records are read from Redis again.
         self._known.clear()
-        info = await self._stream_info()
+        info = await self._count_again()
         if info is None:
             self._cursor, self._position = "0-0", 0
         else:
@@ -432,13 +655,28 @@ class RedisStore(Store):
             self._position = info.get("entries-added")  # absent before Redis 7: not checked then
         self._reading = True
 
+    async def _count_again(self) -> dict[str, Any] | None:
+        """Take the pending counts from Redis, as of the stream's last entry (read together with them):
+        the loop has not read past it, and the entries up to it change nothing. Returns the stream's
+        info (None: there is no stream yet)."""
+        async with self._client.pipeline(transaction=True) as pipe:
+            pipe.xinfo_stream(self._events_key)
+            pipe.zcard(self._pending_key)
+            pipe.hgetall(self._sessions_key)
+            info, pending, sessions = await pipe.execute(raise_on_error=False)
+        for reply in (pending, sessions):
+            if isinstance(reply, Exception):
+                raise reply
+        info = _stream_info_or_none(info)
+        since = _stream_order(info["last-generated-id"]) if info is not None else (0, 0)
+        self._counts = PendingCounts(since, int(pending), {s: int(n) for s, n in sessions.items()})
+        return info
+
     async def _stream_info(self) -> dict[str, Any] | None:
         try:
-            return await self._reader.xinfo_stream(self._events_key)  # type: ignore[union-attr]
+            return await self._client.xinfo_stream(self._events_key)
         except ResponseError as error:
-            if "no such key" in str(error):
-                return None
-            raise
+            return _stream_info_or_none(error)
 
     async def _check_nothing_trimmed_unread(self) -> None:
         """A replica that reads more slowly than others write could find the capped stream trimmed
@@ -471,6 +709,25 @@ class RedisStore(Store):
             self._progress.clear()
             await self._progress.wait()
 
+    def _take_in(self, stream_id: str, fields: dict[str, str], event: events.Event) -> None:
+        """What an entry says besides its event: the pending counts, and a finished record."""
+        if event.type not in (events.ASKED, events.REPLIED, events.REJECTED):
+            return
+        properties = event.properties
+        counts = self._counts
+        if counts is not None:
+            try:
+                session_id, pending, in_session = properties["sessionID"], int(fields["n"]), int(fields["s"])
+            except (KeyError, TypeError, ValueError):
+                # Written by a replica that does not count (an older version): count in Redis again.
+                self._counts = None
+            else:
+                counts.update(_stream_order(stream_id), pending, str(session_id), in_session, read=True)
+        request_id = properties.get("requestID")
+        if request_id in self._waiters and request_id not in self._results and "r" in fields:
+            with contextlib.suppress(ValueError):  # else the waiters read it from Redis
+                self._results[request_id] = Record.model_validate_json(fields["r"])
+
     def _dispatch(self, event: events.Event) -> None:
         self._subscribers.publish(event)
         if event.type in (events.REPLIED, events.REJECTED):
@@ -482,6 +739,7 @@ class RedisStore(Store):
     def _drop_local_listeners(self) -> None:
         """Streams end so that clients reconnect (and replay); waiters look at their records again."""
         self._known.clear()  # finishes may be missed meanwhile: read records from Redis until then
+        self._counts = None  # and so may changes of the counts
         self._subscribers.end_all()
         self._wake_all_waiters()
 
@@ -498,8 +756,35 @@ class RedisStore(Store):
             raise StoreUnavailable("the question store (Redis) is closed")
         return self._redis
 
+    @property
+    def _scripts_batched(self) -> ScriptBatches:
+        if self._scripts is None:
+            raise StoreUnavailable("the question store (Redis) is closed")
+        return self._scripts
+
     def _record_key(self, request_id: str) -> str:
         return self._record_prefix + request_id
+
+    def _keys(self, request_id: str) -> list[str]:
+        """The keys the add and finish scripts touch."""
+        return [self._record_key(request_id), self._pending_key, self._sessions_key, self._events_key]
+
+    def _count_own(self, appended: list[Any], session_id: str) -> None:
+        """Count this replica's own change before the loop reads it back; if the loop has read it
+        already, its counts are as new or newer."""
+        counts, cursor = self._counts, self._cursor
+        if counts is None or cursor is None:
+            return
+        stream_id, pending, in_session = appended
+        at = _stream_order(stream_id)
+        if at > _stream_order(cursor):
+            counts.update(at, int(pending), session_id, int(in_session), read=False)
+
+    def _hand_to_waiters(self, finished: Record) -> None:
+        if (waiters := self._waiters.get(finished.id)) is not None:
+            self._results[finished.id] = finished
+            for woken in waiters:
+                woken.set()
 
     async def _pending_records(self, request_ids: list[str]) -> list[Record]:
         """The records of ids just listed as pending, in that order: parsed ones from memory."""
@@ -519,9 +804,6 @@ class RedisStore(Store):
             if finishes == self._finishes:  # else one of them may have finished meanwhile: not cached
                 known.update(found)
         return [found[request_id] for request_id in request_ids if request_id in found]
-
-    def _append(self, pipe: Any, event: events.Event) -> None:
-        pipe.xadd(self._events_key, {"e": _encode(event)}, maxlen=self._stream_length, approximate=True)
 
     @contextlib.contextmanager
     def _reachable(self) -> Iterator[None]:

@@ -189,18 +189,17 @@ async def test_a_replica_that_lost_the_stream_forgets_what_it_cached(replicas, m
     the stream again, from its end, it never reads that finish, so it must not trust its cache."""
     first, second = replicas
     await second.add(record("que_1"))
-    assert second._reader is not None
-    read_stream = second._reader.xread
+    read_stream = second._read_stream
     broke = asyncio.Event()
 
-    async def finish_elsewhere_then_break(*args: Any, **options: Any) -> Any:
+    async def finish_elsewhere_then_break() -> Any:
         if broke.is_set():
-            return await read_stream(*args, **options)
+            return await read_stream()
         assert await first.finish("que_1", "cancelled", CANCEL) is not None
         broke.set()
         raise RedisConnectionError("connection lost (test)")
 
-    monkeypatch.setattr(second._reader, "xread", finish_elsewhere_then_break)
+    monkeypatch.setattr(second, "_read_stream", finish_elsewhere_then_break)
     await first.add(record("que_2"))  # wakes the second replica's blocked read: its next one breaks
     await asyncio.wait_for(broke.wait(), 10)
     await until(second.healthy, timeout=10, what="the second replica follows the stream again")
@@ -214,22 +213,21 @@ async def test_a_replica_that_lost_the_stream_forgets_what_it_cached(replicas, m
 async def stream_lost(store: RedisStore, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[None]:
     """Break the store's stream connection and keep it from following the stream again until the block
     ends (its command connections still work, as when one connection drops); then wait until it does."""
-    assert store._reader is not None
-    read_stream, follow = store._reader.xread, store._follow_from_tail
+    read_stream, follow = store._read_stream, store._follow_from_tail
     broken, gap, reopen = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
-    async def break_once(*args: Any, **options: Any) -> Any:
+    async def break_once() -> Any:
         if not broken.is_set():
             broken.set()
             raise RedisConnectionError("connection lost (test)")
-        return await read_stream(*args, **options)
+        return await read_stream()
 
     async def follow_when_reopened() -> None:
         gap.set()
         await reopen.wait()
         await follow()
 
-    monkeypatch.setattr(store._reader, "xread", break_once)
+    monkeypatch.setattr(store, "_read_stream", break_once)
     monkeypatch.setattr(store, "_follow_from_tail", follow_when_reopened)
     await store._client.xadd(store._events_key, {"wake": "up"})  # ends the blocked read: the next breaks
     await asyncio.wait_for(gap.wait(), 10)
@@ -259,3 +257,16 @@ async def test_a_record_cached_while_the_loop_was_not_following_is_not_trusted_a
     got = await second.get("que_1")
     assert got is not None
     assert got.status == "cancelled"
+
+
+async def test_a_replica_that_lost_the_stream_counts_again(replicas, monkeypatch):
+    """The pending counts, like the records, may miss changes while the loop is not following: they
+    come from Redis meanwhile, and from a fresh snapshot after."""
+    first, second = replicas
+    await second.add(record("que_1"))
+    async with stream_lost(second, monkeypatch):
+        await first.finish("que_1", "cancelled", CANCEL)  # never read by the second replica
+        await first.add(record("que_2", session_id="ses_2"))
+        assert (await second.count_pending(), await second.count_pending("ses_1")) == (1, 0)
+    assert second._counts is not None
+    assert [await second.count_pending(s) for s in (None, "ses_1", "ses_2")] == [1, 0, 1]

@@ -4,7 +4,6 @@ happens once across them, expiry, the capped stream, the setting that selects it
 while Redis is unreachable. Everything runs against a real ``redis-server``."""
 
 import asyncio
-import contextlib
 import itertools
 from collections.abc import AsyncIterator
 
@@ -40,6 +39,22 @@ async def replicas(redis_url: str) -> AsyncIterator[list[RedisStore]]:
     yield stores
     for store in stores:
         await store.close()
+
+
+async def stop_reading(store: RedisStore) -> None:
+    """End the store's loop, as a replica that stops reading; redis-py can swallow a cancellation that
+    lands just as a reply arrives, so insist (as ``close`` does)."""
+    task = store._reader_task
+    assert task is not None
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=0.1)
+
+
+async def caught_up(*stores: RedisStore) -> None:
+    """Wait until each store's loop has read everything the stream holds now."""
+    for store in stores:
+        await store._deliver_everything_published()
 
 
 async def events_of(redis_url: str, store: RedisStore) -> list[dict[str, str]]:
@@ -192,10 +207,12 @@ async def test_pending_records_and_counts_are_shared(replicas):
     await first.add(record("que_1"))
     await first.add(record("que_2"))
     assert [r.id for r in await second.pending()] == ["que_1", "que_2"]
+    await caught_up(second)  # counts are as of the entries a replica has read
     assert (await second.count_pending(), await second.count_pending("ses_1")) == (2, 2)
     assert await second.count_pending("ses_other") == 0
     await second.finish("que_1", "cancelled", {"action": "cancel"})
     await first.finish("que_2", "cancelled", {"action": "cancel"})
+    await caught_up(first)
     assert (await first.count_pending(), await first.count_pending("ses_1")) == (0, 0)
     assert await first._client.hgetall(first._sessions_key) == {}  # nothing left behind
 
@@ -247,9 +264,7 @@ async def test_a_replica_that_falls_behind_the_cap_ends_its_streams(redis_url, m
     try:
         subscription = await reader.subscribe()
         assert reader._reader_task is not None
-        reader._reader_task.cancel()  # the replica stops reading for a while
-        with contextlib.suppress(asyncio.CancelledError):
-            await reader._reader_task
+        await stop_reading(reader)  # the replica stops reading for a while
         for index in range(400):
             await writer.add(record(f"que_{index}"))
         reader._reader_task = asyncio.get_running_loop().create_task(reader._read_events())
@@ -290,6 +305,266 @@ async def test_an_entry_that_is_not_an_event_is_skipped(replicas):
     resumed = await second.subscribe(asked.id)  # replay skips it too
     assert [e.id for e in resumed.backlog] == [then.id]
     resumed.close()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Pending counts: kept by each replica from the stream, no round trip per count
+
+SESSIONS = (None, "ses_1", "ses_2", "ses_3")
+
+
+async def counted(store: RedisStore) -> list[int]:
+    """What ``count_pending`` says for all of ``SESSIONS``."""
+    return [await store.count_pending(session) for session in SESSIONS]
+
+
+async def counted_in_redis(store: RedisStore) -> list[int]:
+    """The same, read from Redis itself."""
+    client = store._client
+    pending = int(await client.zcard(store._pending_key))
+    in_sessions = [int(await client.hget(store._sessions_key, s) or 0) for s in SESSIONS[1:]]
+    return [pending, *in_sessions]
+
+
+def without_redis_counts(store: RedisStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counting in Redis fails from now on: whatever the store counts comes from what it keeps."""
+
+    async def refused(*args: object, **options: object) -> int:
+        raise AssertionError("counted in Redis")
+
+    monkeypatch.setattr(store._client, "zcard", refused)
+    monkeypatch.setattr(store._client, "hget", refused)
+
+
+async def test_counts_stay_right_across_replicas(replicas, monkeypatch):
+    first, second = replicas
+    for store in replicas:
+        without_redis_counts(store, monkeypatch)
+    steps = [
+        (first, "add", "que_1", "ses_1"),
+        (second, "add", "que_2", "ses_1"),
+        (second, "add", "que_3", "ses_2"),
+        (first, "finish", "que_2", None),
+        (first, "add", "que_4", "ses_3"),
+        (second, "finish", "que_1", None),
+        (first, "finish", "que_1", None),  # already finished: changes nothing
+        (second, "finish", "que_4", None),
+        (first, "add", "que_5", "ses_1"),
+    ]
+    for store, change, request_id, session in steps:
+        if change == "add":
+            await store.add(record(request_id, session_id=session or "ses_1"))
+        else:
+            await store.finish(request_id, "expired", {"action": "cancel"})
+        monkeypatch.undo()  # the reference below reads Redis
+        expected = await counted_in_redis(first)
+        for each in replicas:
+            without_redis_counts(each, monkeypatch)
+        assert await counted(store) == expected  # the replica that changed it knows at once
+        await caught_up(first, second)
+        assert await counted(first) == await counted(second) == expected
+    assert await counted(first) == [2, 1, 1, 0]
+
+
+async def test_a_replica_counts_its_own_changes_before_its_loop_reads_them(replicas):
+    """Its loop is held back: its own changes count from Redis's reply, which has the counts after
+    them; another replica's ask in a session this replica has not changed since counts once the loop
+    has read it."""
+    first, second = replicas
+    assert first._reader_task is not None
+    await stop_reading(first)  # the replica stops reading for a while
+    await first.add(record("que_1"))
+    await second.add(record("que_2"))
+    await first.add(record("que_3", session_id="ses_2"))
+    assert await counted(first) == [3, 1, 1, 0]  # que_2, asked before que_3, is in the total only
+    await first.finish("que_1", "cancelled", {"action": "cancel"})
+    assert await counted(first) == [2, 1, 1, 0]  # and in ses_1, counted by que_1's finish
+    first._reader_task = asyncio.get_running_loop().create_task(first._read_events())
+    await caught_up(first)
+    assert await counted(first) == await counted_in_redis(first) == [2, 1, 1, 0]
+
+
+async def test_a_replica_started_later_counts_what_is_pending(replicas, redis_url):
+    first, _ = replicas
+    await first.add(record("que_1"))
+    await first.add(record("que_2", session_id="ses_2"))
+    later = RedisStore(redis_url, prefix=first._pending_key.removesuffix(":pending"))
+    await later.start()
+    try:
+        assert await counted(later) == [2, 1, 1, 0]
+        await first.finish("que_2", "cancelled", {"action": "cancel"})
+        await caught_up(later)
+        assert await counted(later) == [1, 1, 0, 0]
+    finally:
+        await later.close()
+
+
+async def test_questions_of_a_crashed_replica_count_until_they_expire(replicas, redis_url):
+    """A replica that dies leaves its questions pending (counted on every replica) until another one
+    times them out."""
+    first, second = replicas
+    prefix = first._pending_key.removesuffix(":pending")
+    crashing = RedisStore(redis_url, prefix=prefix)
+    await crashing.start()
+    await crashing.add(record("que_1", session_id="ses_3"))
+    await crashing.add(record("que_2", session_id="ses_3"))
+    assert crashing._reader_task is not None
+    crashing._reader_task.cancel()  # gone without a word: nothing finished, nothing closed
+    await caught_up(first, second)
+    assert await counted(first) == await counted(second) == [2, 0, 0, 2]
+    for request_id in ("que_1", "que_2"):
+        assert await second.finish(request_id, "expired", {"action": "cancel"}) is not None
+    await caught_up(first, second)
+    assert await counted(first) == await counted(second) == [0, 0, 0, 0]
+    assert await first._client.hgetall(first._sessions_key) == {}
+    await crashing.close()
+
+
+async def test_an_entry_without_counts_makes_a_replica_count_again(replicas, monkeypatch):
+    """A replica of an earlier version, during a rolling update, asks without saying the counts: the
+    others take them from Redis again rather than miss that question."""
+    first, second = replicas
+    await first.add(record("que_1"))
+    older = record("que_2", session_id="ses_2")
+    async with first._client.pipeline(transaction=True) as pipe:  # what such a replica does
+        pipe.set(first._record_key(older.id), older.model_dump_json())
+        pipe.zadd(first._pending_key, {older.id: older.created_at})
+        pipe.hincrby(first._sessions_key, "ses_2", 1)
+        pipe.xadd(first._events_key, {"e": redis_store._encode(older.asked_event())})
+        await pipe.execute()
+    await caught_up(first, second)
+    await until(lambda: second._counts is not None, what="the second replica counted again")
+    assert await counted(first) == await counted(second) == [2, 1, 1, 0]
+    await first.finish("que_2", "cancelled", {"action": "cancel"})
+    await caught_up(first, second)
+    assert await counted(second) == [1, 1, 0, 0]
+
+
+async def test_counts_come_from_redis_while_the_stream_is_not_followed(replicas):
+    first, second = replicas
+    await first.add(record("que_1"))
+    second._reading = False  # as while its loop reconnects
+    second._counts = None
+    assert await counted(second) == [1, 1, 0, 0]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Finished records reach those waiting without reading them back
+
+
+async def test_a_waiter_gets_the_finished_record_from_the_stream(replicas, monkeypatch):
+    first, second = replicas
+    await first.add(record("que_1"))  # pending in the first replica's memory
+    waiter = asyncio.create_task(first.wait("que_1", 30))
+    await until(lambda: waited_on(first, "que_1"), what="the waiter is registered")
+
+    async def refused(*args: object, **options: object) -> None:
+        raise AssertionError("read from Redis")
+
+    monkeypatch.setattr(first._client, "get", refused)
+    await second.finish("que_1", "answered", ANSWERED, [["x"]])
+    finished = await asyncio.wait_for(waiter, 5)
+    assert (finished.id, finished.status, finished.result) == ("que_1", "answered", ANSWERED)
+
+
+async def test_a_finish_here_hands_the_record_to_its_waiters_at_once(replicas):
+    """They need not wait for the loop to read the finish back from the stream."""
+    first, _ = replicas
+    await first.add(record("que_1"))
+    waiter = asyncio.create_task(first.wait("que_1", 30))
+    await until(lambda: waited_on(first, "que_1"), what="the waiter is registered")
+    assert first._reader_task is not None
+    await stop_reading(first)
+    finished = await first.finish("que_1", "cancelled", {"action": "cancel"})
+    assert await asyncio.wait_for(waiter, 5) is finished
+    assert first._results == {}  # nothing kept once nobody waits
+
+
+# ---------------------------------------------------------------------------------------------------
+# Changes: one script each
+
+
+async def test_changes_at_once_each_get_their_own_reply(replicas):
+    """Hundreds of changes in flight on one connection, some given up half way: each of the others
+    gets its own reply, and the counts stay right."""
+    first, _ = replicas
+    adds = [asyncio.create_task(first.add(record(f"que_{n}"))) for n in range(300)]
+    await asyncio.sleep(0)
+    for task in adds[::7]:
+        task.cancel()
+    await asyncio.gather(*adds, return_exceptions=True)
+    finishes = await asyncio.gather(
+        *(first.finish(f"que_{n}", "cancelled", {"action": "cancel"}) for n in range(300) if n % 7)
+    )
+    assert all(finished is not None and finished.status == "cancelled" for finished in finishes)
+    await caught_up(first)
+    assert await counted(first) == await counted_in_redis(first)
+
+
+async def test_an_add_sent_again_after_a_lost_reply_changes_nothing(replicas):
+    """redis-py sends a command again when its connection breaks before the reply: the add that ran
+    already is not counted or announced twice."""
+    first, second = replicas
+    await first.add(record("que_1"))
+    await first.add(record("que_1"))  # the same script, with the same record, again
+    await caught_up(first, second)
+    assert await counted(first) == await counted(second) == await counted_in_redis(first)
+    assert await first.count_pending() == 1
+    asked = [e for e in await first._client.xrange(first._events_key) if '"question.asked"' in e[1]["e"]]
+    assert len(asked) == 1
+
+
+async def test_a_finish_sent_again_after_a_lost_reply_is_still_this_finish(replicas):
+    """Sent again, the finish script finds the record finished by this very finish: it says so, rather
+    than that another replica finished it first, and neither counts nor announces it twice."""
+    first, _ = replicas
+    await first.add(record("que_1"))
+    pending = await first.get("que_1")
+    assert pending is not None
+    finished = pending.finished("cancelled", {"action": "cancel"})
+    args = [
+        "que_1",
+        finished.model_dump_json(),
+        60_000,
+        "ses_1",
+        redis_store._encode(finished.finished_event(None)),
+        first._stream_length,
+    ]
+    keys = first._keys("que_1")
+    assert await first._scripts_batched.run(redis_store._FINISH, keys, args) not in (None, 0)
+    assert await first._scripts_batched.run(redis_store._FINISH, keys, args) == 0
+    other = pending.finished("answered", {"action": "accept", "content": {}}).model_dump_json()
+    assert await first._scripts_batched.run(redis_store._FINISH, keys, [args[0], other, *args[2:]]) is None
+    await caught_up(first)
+    assert await counted(first) == await counted_in_redis(first)
+    assert await first.count_pending() == 0
+    ended = [e for e in await first._client.xrange(first._events_key) if '"question.rejected"' in e[1]["e"]]
+    assert len(ended) == 1
+
+
+async def test_changes_go_on_after_redis_drops_every_connection(replicas):
+    """A batch whose connection Redis closed is sent again on a new one, as redis-py retries a
+    command: every change in it gets its reply, once."""
+    first, _ = replicas
+    await asyncio.gather(*(first.add(record(f"que_{n}")) for n in range(20)))
+    await first._client.client_kill_filter(_type="normal", skipme=False)
+    await asyncio.gather(*(first.add(record(f"que_{n}")) for n in range(20, 40)))
+    finished = await asyncio.gather(
+        *(first.finish(f"que_{n}", "cancelled", {"action": "cancel"}) for n in range(0, 40, 2))
+    )
+    assert all(record is not None for record in finished)
+    await caught_up(first)
+    assert await counted(first) == await counted_in_redis(first)
+    assert await first.count_pending() == 20
+
+
+async def test_scripts_are_sent_again_when_redis_forgot_them(replicas):
+    first, _ = replicas
+    await first.add(record("que_1"))
+    await first._client.script_flush()  # as after a restart of Redis
+    await first.add(record("que_2"))
+    assert await first.finish("que_1", "cancelled", {"action": "cancel"}) is not None
+    assert [r.id for r in await first.pending()] == ["que_2"]
 
 
 # ---------------------------------------------------------------------------------------------------

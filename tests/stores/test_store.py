@@ -56,11 +56,11 @@ async def make_store(request) -> AsyncIterator[Callable[..., Store]]:
         await store.close()
 
 
-def record(request_id: str, directory: str | None = None) -> Record:
+def record(request_id: str, directory: str | None = None, *, session_id: str = "ses_1") -> Record:
     form = build_form({"type": "object", "properties": {"a": {"type": "string"}}})
     now = time.time()
     return Record(
-        request=QuestionRequest(id=request_id, sessionID="ses_1", questions=list(form.questions)),
+        request=QuestionRequest(id=request_id, sessionID=session_id, questions=list(form.questions)),
         form=form,
         message="m",
         directory=directory,
@@ -111,6 +111,26 @@ async def test_pending_lists_oldest_first(make_store):
         await store.add(record(name))
     await store.finish("que_2", "answered", {"action": "accept", "content": {}}, [[]])
     assert [r.id for r in await store.pending()] == ["que_1", "que_3"]
+
+
+async def test_pending_counts_follow_adds_and_finishes(make_store):
+    """The limits are checked against these counts, in all and per session, right after a change."""
+    store = await make_store()
+
+    async def counts() -> list[int]:
+        return [await store.count_pending(session) for session in (None, "ses_1", "ses_2", "ses_3")]
+
+    assert await counts() == [0, 0, 0, 0]
+    await store.add(record("que_1"))
+    await store.add(record("que_2"))
+    await store.add(record("que_3", session_id="ses_2"))
+    assert await counts() == [3, 2, 1, 0]
+    await store.finish("que_1", "answered", {"action": "accept", "content": {}}, [[]])
+    await store.finish("que_1", "cancelled", {"action": "cancel"})  # finished already: no change
+    await store.finish("que_3", "expired", {"action": "cancel"})
+    assert await counts() == [1, 1, 0, 0]
+    await store.finish("que_2", "cancelled", {"action": "cancel"})
+    assert await counts() == [0, 0, 0, 0]
 
 
 async def test_finish_happens_once_and_publishes_one_event(make_store):
