@@ -241,6 +241,13 @@ def test_latency_fan_out_and_cpu_targets_of_a_full_run():
     assert not any("Redis" in target for target in checks)
 
 
+def test_a_measure_just_under_its_target_is_not_shown_as_the_target():
+    results = _results("memory")
+    results["round_trips"]["runs"][1]["gateway"]["post_to_asked_ms"]["p99"] = 49.98
+    check = _targets(results)["post -> asked p99 < 50 ms at C=32"]
+    assert (check["met"], check["measured"]) == (True, "49.98 ms")
+
+
 def test_redis_cpu_target_needs_a_reference_of_the_same_store():
     name = "Redis: CPU per round trip <= 50% of the reference's"
     results = _results("redis://127.0.0.1:6379/0")
