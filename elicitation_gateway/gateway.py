@@ -21,6 +21,7 @@ from elicitation_gateway import events, ids
 from elicitation_gateway.conversion.answers import AnswerError, answers_to_content
 from elicitation_gateway.conversion.schema import SOFT_QUESTION_LIMIT, Form, SchemaError, build_form
 from elicitation_gateway.conversion.sensitive import sensitive_property
+from elicitation_gateway.deadlines import Deadlines
 from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.models import QuestionInfo, QuestionRequest, QuestionTool
 from elicitation_gateway.notify import Notifier
@@ -87,7 +88,7 @@ class Gateway:
         self.default_directory = normalize_directory(settings.directory) or settings.directory
         self.metrics = Metrics()
         self.subscribers = 0
-        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._timeouts = Deadlines(self._spawn_expiry)  # of the pending questions this process times
         self._cached_form = functools.lru_cache(maxsize=FORM_CACHE_SIZE)(self._shared_form)
         self._plain_form = functools.lru_cache(maxsize=FORM_CACHE_SIZE)(self._schema_form)
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -133,9 +134,7 @@ class Gateway:
         if self.notifier is not None:
             await self.notifier.stop(flush=outlive)
         await self.store.close()
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
+        self._timeouts.clear()
 
     @property
     def closing(self) -> bool:
@@ -373,9 +372,7 @@ class Gateway:
         record = await self.store.finish(request_id, status, result, answers)
         if record is None:
             return None
-        timer = self._timers.pop(request_id, None)
-        if timer is not None:
-            timer.cancel()
+        self._timeouts.discard(request_id)
         if self.notifier is not None:
             self.notifier.forget(request_id)
         duration = (record.finished_at or record.created_at) - record.created_at
@@ -393,14 +390,9 @@ class Gateway:
         return record
 
     def _schedule_expiry(self, request_id: str, delay: float) -> None:
-        if (timer := self._timers.pop(request_id, None)) is not None:
-            timer.cancel()
-        self._timers[request_id] = asyncio.get_running_loop().call_later(
-            max(delay, 0), self._spawn_expiry, request_id
-        )
+        self._timeouts.set(request_id, delay)
 
     def _spawn_expiry(self, request_id: str) -> None:
-        self._timers.pop(request_id, None)
         task = asyncio.get_running_loop().create_task(self._expire(request_id))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -449,10 +441,9 @@ class Gateway:
 
     async def _adopt(self, event: events.Event) -> None:
         if event.type in (events.REPLIED, events.REJECTED):
-            if (timer := self._timers.pop(event.properties["requestID"], None)) is not None:
-                timer.cancel()
+            self._timeouts.discard(event.properties["requestID"])
             return
-        if event.type == events.ASKED and event.properties["id"] not in self._timers:
+        if event.type == events.ASKED and event.properties["id"] not in self._timeouts:
             record = await self.store.get(event.properties["id"])
             if record is not None and record.pending:
                 self._schedule_expiry(record.id, record.expires_at - time.time())

@@ -10,6 +10,7 @@ from collections import Counter, deque
 from typing import Any
 
 from elicitation_gateway import events
+from elicitation_gateway.deadlines import Deadlines
 from elicitation_gateway.stores.base import Record, Status, Store
 from elicitation_gateway.stores.fanout import LocalSubscription, Subscribers
 
@@ -24,7 +25,7 @@ class MemoryStore(Store):
         self._finished: dict[str, Record] = {}
         self._done: dict[str, asyncio.Event] = {}  # only for records someone waits on
         self._announcements: dict[str, events.Event] = {}  # question.asked for (re)subscribers
-        self._forget_timers: dict[str, asyncio.TimerHandle] = {}
+        self._forget_at = Deadlines(self._forget)  # finished records, kept for ``result_ttl``
         self._history: deque[events.Event] = deque()
         self._history_seq: dict[str, int] = {}
         self._seq = 0
@@ -32,9 +33,7 @@ class MemoryStore(Store):
 
     async def close(self) -> None:
         self._subscribers.end_all()
-        for timer in self._forget_timers.values():
-            timer.cancel()
-        self._forget_timers.clear()
+        self._forget_at.clear()
 
     async def add(self, record: Record) -> None:
         self._pending[record.id] = record
@@ -75,8 +74,7 @@ class MemoryStore(Store):
         self._publish(record.finished_event(answers))
         if (done := self._done.pop(request_id, None)) is not None:
             done.set()
-        loop = asyncio.get_running_loop()
-        self._forget_timers[request_id] = loop.call_later(self._result_ttl, self._forget, request_id)
+        self._forget_at.set(request_id, self._result_ttl)
         return record
 
     async def wait(self, request_id: str, seconds: float) -> Record | None:
@@ -107,5 +105,4 @@ class MemoryStore(Store):
         self._subscribers.publish(event)
 
     def _forget(self, request_id: str) -> None:
-        self._forget_timers.pop(request_id, None)
         self._finished.pop(request_id, None)

@@ -338,8 +338,7 @@ class SqliteStore(MemoryStore):
         db.execute("DELETE FROM events WHERE seq <= ?", (last - self._history_size,))
 
     def _schedule_forget(self, request_id: str, delay: float) -> None:
-        loop = asyncio.get_running_loop()
-        self._forget_timers[request_id] = loop.call_later(max(delay, 0), self._forget, request_id)
+        self._forget_at.set(request_id, delay)
 
     def _forget(self, request_id: str) -> None:
         super()._forget(request_id)
