@@ -15,6 +15,7 @@ from typing import Self
 from bench.probe import PROBE_FILE_ENV, read_probe
 
 REPOSITORY = Path(__file__).resolve().parents[1]
+PACKAGE = "elicitation_gateway"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 LISTENING = re.compile(r"listening on http://([^\s:]+):(\d+)")
 
@@ -37,8 +38,9 @@ def rss_bytes(pid: int) -> int:
 class ServerProcess:
     """A server started as ``python -m <module> --port 0``, with its log and probe file in a temp dir.
 
-    ``app_dir`` is where the ``app`` package is imported from (this repository by default), so a
-    changed copy of the service can be measured with the same harness.
+    ``app_dir`` is where the ``elicitation_gateway`` package is imported from (this repository by
+    default), so another copy of the service can be measured with the same harness. Everything else,
+    the baseline and the probe among them, comes from this harness, whatever ``app_dir`` holds.
     """
 
     def __init__(self, module: str, *, env: dict[str, str] | None = None, app_dir: Path = REPOSITORY) -> None:
@@ -46,7 +48,10 @@ class ServerProcess:
         self._workdir = Path(tempfile.mkdtemp(prefix="bench-"))
         self.log_path = self._workdir / "server.log"
         self.probe_path = self._workdir / "probe.jsonl"
-        paths = [str(app_dir), str(REPOSITORY), os.environ.get("PYTHONPATH", "")]
+        # The server runs in its own directory, which holds only a link to the package measured: it
+        # comes first on the path, and the harness's own modules come from the repository after it.
+        (self._workdir / PACKAGE).symlink_to(app_dir.resolve() / PACKAGE, target_is_directory=True)
+        paths = [str(self._workdir), str(REPOSITORY), os.environ.get("PYTHONPATH", "")]
         self._env = {
             **os.environ,
             "GATEWAY_HOST": "127.0.0.1",
@@ -54,7 +59,6 @@ class ServerProcess:
             "PYTHONPATH": os.pathsep.join(path for path in paths if path),
             PROBE_FILE_ENV: str(self.probe_path),
         }
-        self._app_dir = app_dir
         self._process: subprocess.Popen[bytes] | None = None
         self.url = ""
 
@@ -62,7 +66,7 @@ class ServerProcess:
         with self.log_path.open("wb") as log:
             self._process = subprocess.Popen(
                 [sys.executable, "-m", self.module, "--port", "0"],
-                cwd=self._app_dir,
+                cwd=self._workdir,
                 env=self._env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,

@@ -9,6 +9,7 @@ One quick run with ``--runs 2 --before`` covers all of it, to keep the suite sho
 
 import copy
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from bench import report
+from bench.process import ServerProcess
 from bench.scenarios import median_of, percentile, shares
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -303,3 +305,29 @@ def test_load_is_split_evenly_over_client_processes():
     assert shares(128, 2) == [64, 64]
     assert shares(5, 2) == [3, 2]
     assert shares(1, 2) == [1]
+
+
+def test_app_dir_changes_the_service_measured_and_nothing_else(tmp_path):
+    """``--app-dir`` of an older checkout measures its service beside this harness's own baseline and
+    probe, even when that checkout has a ``bench`` package of its own."""
+    for package in ("elicitation_gateway", "bench"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    script = (
+        "import bench.baseline, elicitation_gateway, pathlib; "
+        "print(pathlib.Path(elicitation_gateway.__file__).resolve().parent); "
+        "print(pathlib.Path(bench.baseline.__file__).resolve().parent)"
+    )
+    server = ServerProcess("bench.baseline", app_dir=tmp_path)
+    try:
+        found = subprocess.run(
+            [sys.executable, "-c", script],
+            cwd=server._workdir,
+            env={**server._env, "PYTHONSAFEPATH": ""},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+    finally:
+        shutil.rmtree(server._workdir, ignore_errors=True)
+    assert found == [str(tmp_path / "elicitation_gateway"), str(REPOSITORY / "bench")]
