@@ -89,7 +89,8 @@ class ScriptBatches:
     under load that was most of what a round trip spent on Redis, and Redis runs one command at a
     time anyway. In a pipeline it is paid once per batch, and the commands are still packed, sent and
     parsed by redis-py. When the connection breaks, redis-py sends a batch again whole: the scripts
-    tell a second run of themselves from the first.
+    tell a second run of themselves from the first. A script called while nothing else is on its way
+    goes out alone, as a plain command.
 
     Batches are sent by a task of their own, so a caller that gives up (its request cancelled) does
     not take the others' replies with it."""
@@ -98,8 +99,17 @@ class ScriptBatches:
         self._redis = redis
         self._queued: list[tuple[Script, list[str], list[Any], asyncio.Future[Any]]] = []
         self._sender: asyncio.Task[None] | None = None
+        self._alone = False  # a command is on its way by itself
 
     async def run(self, script: Script, keys: list[str], args: list[Any]) -> Any:
+        if self._sender is None and not self._alone:
+            # Nothing else on its way (one request at a time): redis-py's single command is the
+            # shortest path. Whatever comes meanwhile goes out in batches.
+            self._alone = True
+            try:
+                return await self._execute_one(script, keys, args)
+            finally:
+                self._alone = False
         loop = asyncio.get_running_loop()
         reply: asyncio.Future[Any] = loop.create_future()
         self._queued.append((script, keys, args, reply))
@@ -134,6 +144,12 @@ class ScriptBatches:
                         reply.set_result(result)
         finally:
             self._sender = None
+
+    async def _execute_one(self, script: Script, keys: list[str], args: list[Any]) -> Any:
+        try:
+            return await self._redis.evalsha(script.sha, len(keys), *keys, *args)
+        except NoScriptError:
+            return await self._redis.eval(script.source, len(keys), *keys, *args)
 
     async def _execute(self, batch: list[tuple[Script, list[str], list[Any]]]) -> list[Any]:
         async with self._redis.pipeline(transaction=False) as pipe:

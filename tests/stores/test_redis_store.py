@@ -6,6 +6,7 @@ while Redis is unreachable. Everything runs against a real ``redis-server``."""
 import asyncio
 import itertools
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -499,6 +500,34 @@ async def test_changes_at_once_each_get_their_own_reply(replicas):
     assert all(finished is not None and finished.status == "cancelled" for finished in finishes)
     await caught_up(first)
     assert await counted(first) == await counted_in_redis(first)
+
+
+async def test_a_change_alone_goes_as_one_command_and_changes_at_once_in_batches(replicas, monkeypatch):
+    first, _ = replicas
+    scripts = first._scripts
+    assert scripts is not None
+    alone: list[str] = []
+    batches: list[int] = []
+    execute_one, execute = scripts._execute_one, scripts._execute
+
+    async def one(script: Any, keys: list[str], args: list[Any]) -> Any:
+        alone.append(args[0])
+        return await execute_one(script, keys, args)
+
+    async def batch(commands: list[Any]) -> list[Any]:
+        batches.append(len(commands))
+        return await execute(commands)
+
+    monkeypatch.setattr(scripts, "_execute_one", one)
+    monkeypatch.setattr(scripts, "_execute", batch)
+    for n in range(3):
+        await first.add(record(f"que_{n}"))
+    assert (alone, batches) == (["que_0", "que_1", "que_2"], [])
+    await asyncio.gather(*(first.add(record(f"que_{n}")) for n in range(3, 53)))
+    assert len(alone) == 4  # the first of them
+    assert sum(batches) == 49
+    assert len(batches) < 10
+    assert await first.count_pending() == 53
 
 
 async def test_an_add_sent_again_after_a_lost_reply_changes_nothing(replicas):
