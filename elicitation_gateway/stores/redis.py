@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -100,6 +101,7 @@ class ScriptBatches:
         self._queued: list[tuple[Script, list[str], list[Any], asyncio.Future[Any]]] = []
         self._sender: asyncio.Task[None] | None = None
         self._alone = False  # a command is on its way by itself
+        self._connection: AbstractConnection | None = None  # the one it goes on
 
     async def run(self, script: Script, keys: list[str], args: list[Any]) -> Any:
         if self._sender is None and not self._alone:
@@ -126,6 +128,8 @@ class ScriptBatches:
             sender.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sender
+        if self._connection is not None:
+            await self._drop_connection(self._connection)
 
     async def _send(self) -> None:
         try:
@@ -146,10 +150,39 @@ class ScriptBatches:
             self._sender = None
 
     async def _execute_one(self, script: Script, keys: list[str], args: list[Any]) -> Any:
+        """On a connection held for commands that go alone (one at a time, by construction): the
+        pool's checkout, lock and instrumentation around each command cost more than the rest of
+        it. A connection that broke is replaced and the command sent once more, as redis-py's own
+        retry would (the scripts tell a second run from the first)."""
         try:
-            return await self._redis.evalsha(script.sha, len(keys), *keys, *args)
-        except NoScriptError:
-            return await self._redis.eval(script.source, len(keys), *keys, *args)
+            return await self._on_held_connection(script, keys, args)
+        except (RedisConnectionError, RedisTimeoutError, OSError):
+            return await self._on_held_connection(script, keys, args)
+
+    async def _on_held_connection(self, script: Script, keys: list[str], args: list[Any]) -> Any:
+        if (connection := self._connection) is None:
+            connection = self._connection = await self._redis.connection_pool.get_connection()
+        try:
+            try:
+                await connection.send_command(
+                    "EVALSHA", script.sha, len(keys), *keys, *args, check_health=False
+                )
+                return await connection.read_response()
+            except NoScriptError:  # not run: Redis restarted, or was flushed, since it had it
+                await connection.send_command(
+                    "EVAL", script.source, len(keys), *keys, *args, check_health=False
+                )
+                return await connection.read_response()
+        except ResponseError:
+            raise  # the script's own error: the connection is fine
+        except BaseException:
+            await self._drop_connection(connection)  # broken, or a reply left unread on it
+            raise
+
+    async def _drop_connection(self, connection: AbstractConnection) -> None:
+        if self._connection is connection:
+            self._connection = None
+        await _disconnect(connection)
 
     async def _execute(self, batch: list[tuple[Script, list[str], list[Any]]]) -> list[Any]:
         async with self._redis.pipeline(transaction=False) as pipe:
@@ -289,6 +322,11 @@ def _decode(stream_id: str, fields: dict[str, str]) -> events.Event | None:
     )
 
 
+async def _disconnect(connection: AbstractConnection) -> None:
+    with contextlib.suppress(Exception):
+        await connection.disconnect(nowait=True)
+
+
 def _stream_info_or_none(reply: Any) -> dict[str, Any] | None:
     """XINFO STREAM's reply; None when there is no stream yet."""
     if isinstance(reply, ResponseError):
@@ -382,7 +420,8 @@ class RedisStore(Store):
         self._events_key = f"{prefix}:events"
         self._record_prefix = f"{prefix}:record:"
         self._redis: Redis | None = None
-        self._reader: Redis | None = None  # the loop's blocking reads of the stream
+        self._reader: Redis | None = None  # the loop's blocking reads of the stream, on one connection
+        self._stream_connection: AbstractConnection | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._cursor: str | None = None  # the last stream entry handed to local subscribers
         self._reading = False  # the loop is connected and following the stream
@@ -441,6 +480,9 @@ class RedisStore(Store):
                 await asyncio.wait({self._reader_task}, timeout=0.1)
         if self._scripts is not None:
             await self._scripts.close()
+        if self._stream_connection is not None:
+            await _disconnect(self._stream_connection)
+            self._stream_connection = None
         for client in (self._reader, self._redis):
             if client is not None:
                 with contextlib.suppress(*UNREACHABLE):
@@ -654,10 +696,35 @@ class RedisStore(Store):
         """The entries after the cursor, as soon as there are some (none after ``READ_BLOCK_MS``)."""
         if self._reader is None:
             raise RedisConnectionError("the store is closed")
-        reply = await self._reader.xread(
-            {self._events_key: self._cursor}, count=READ_BATCH, block=READ_BLOCK_MS
-        )
-        return [entry for _stream, entries in reply for entry in entries]
+        # The loop's own connection, held: only the loop reads the stream, one read at a time, and
+        # handles failures itself, so redis-py's pool, retries and instrumentation around each
+        # command would only cost. A broken connection connects again on the next read.
+        if (connection := self._stream_connection) is None:
+            connection = self._stream_connection = await self._reader.connection_pool.get_connection()
+        try:
+            await connection.send_command(
+                "XREAD",
+                "COUNT",
+                READ_BATCH,
+                "BLOCK",
+                READ_BLOCK_MS,
+                "STREAMS",
+                self._events_key,
+                self._cursor,
+                check_health=False,
+            )
+            reply = await connection.read_response()
+        except BaseException:
+            await _disconnect(connection)  # a reply may be left unread on it
+            raise
+        if not reply:
+            return []
+        [[_key, entries]] = reply
+        # An entry without fields comes back as nothing: kept, so that the cursor passes it.
+        return [
+            (stream_id, dict(zip(flat[::2], flat[1::2], strict=True)) if flat else {})
+            for stream_id, flat in entries
+        ]
 
     async def _follow_from_tail(self) -> None:
         # Finishes published while the loop was not following are never read: what was cached
