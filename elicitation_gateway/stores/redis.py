@@ -37,7 +37,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
 from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
@@ -82,6 +82,28 @@ class Script:
         self.sha = hashlib.sha1(source.encode()).hexdigest()
 
 
+class HeldConnection:
+    """One connection of a pool, kept for a user that sends one command at a time: the pool's
+    checkout, lock, retry and instrumentation around each command cost about 30 µs here, more than
+    the rest of a small command. redis-py closes the connection on any failure to send or read (so
+    no reply is left unread on it) and connects it again on the next command."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self._pool = pool
+        self._connection: AbstractConnection | None = None
+
+    async def execute(self, *args: Any) -> Any:
+        if (connection := self._connection) is None:
+            connection = self._connection = await self._pool.get_connection()
+        await connection.send_command(*args, check_health=False)
+        return await connection.read_response()
+
+    async def close(self) -> None:
+        if self._connection is not None:
+            with contextlib.suppress(Exception):
+                await self._connection.disconnect(nowait=True)
+
+
 class ScriptBatches:
     """Runs the scripts of all requests in flight together: those called while a batch is on its way
     go out in the next, as one pipeline, one exchange with Redis.
@@ -91,7 +113,7 @@ class ScriptBatches:
     time anyway. In a pipeline it is paid once per batch, and the commands are still packed, sent and
     parsed by redis-py. When the connection breaks, redis-py sends a batch again whole: the scripts
     tell a second run of themselves from the first. A script called while nothing else is on its way
-    goes out alone, as a plain command.
+    goes out alone, on a :class:`HeldConnection`.
 
     Batches are sent by a task of their own, so a caller that gives up (its request cancelled) does
     not take the others' replies with it."""
@@ -101,12 +123,12 @@ class ScriptBatches:
         self._queued: list[tuple[Script, list[str], list[Any], asyncio.Future[Any]]] = []
         self._sender: asyncio.Task[None] | None = None
         self._alone = False  # a command is on its way by itself
-        self._connection: AbstractConnection | None = None  # the one it goes on
+        self._held = HeldConnection(redis.connection_pool)  # the one it goes on
 
     async def run(self, script: Script, keys: list[str], args: list[Any]) -> Any:
         if self._sender is None and not self._alone:
-            # Nothing else on its way (one request at a time): redis-py's single command is the
-            # shortest path. Whatever comes meanwhile goes out in batches.
+            # Nothing else on its way (one request at a time): a batch would only cost. Whatever comes
+            # meanwhile goes out in batches.
             self._alone = True
             try:
                 return await self._execute_one(script, keys, args)
@@ -128,8 +150,7 @@ class ScriptBatches:
             sender.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sender
-        if self._connection is not None:
-            await self._drop_connection(self._connection)
+        await self._held.close()
 
     async def _send(self) -> None:
         try:
@@ -150,39 +171,18 @@ class ScriptBatches:
             self._sender = None
 
     async def _execute_one(self, script: Script, keys: list[str], args: list[Any]) -> Any:
-        """On a connection held for commands that go alone (one at a time, by construction): the
-        pool's checkout, lock and instrumentation around each command cost more than the rest of
-        it. A connection that broke is replaced and the command sent once more, as redis-py's own
-        retry would (the scripts tell a second run from the first)."""
+        """A connection that broke is connected again and the script sent once more, as redis-py's
+        own retry would (the scripts tell a second run from the first)."""
         try:
-            return await self._on_held_connection(script, keys, args)
+            return await self._alone_once(script, keys, args)
         except (RedisConnectionError, RedisTimeoutError, OSError):
-            return await self._on_held_connection(script, keys, args)
+            return await self._alone_once(script, keys, args)
 
-    async def _on_held_connection(self, script: Script, keys: list[str], args: list[Any]) -> Any:
-        if (connection := self._connection) is None:
-            connection = self._connection = await self._redis.connection_pool.get_connection()
+    async def _alone_once(self, script: Script, keys: list[str], args: list[Any]) -> Any:
         try:
-            try:
-                await connection.send_command(
-                    "EVALSHA", script.sha, len(keys), *keys, *args, check_health=False
-                )
-                return await connection.read_response()
-            except NoScriptError:  # not run: Redis restarted, or was flushed, since it had it
-                await connection.send_command(
-                    "EVAL", script.source, len(keys), *keys, *args, check_health=False
-                )
-                return await connection.read_response()
-        except ResponseError:
-            raise  # the script's own error: the connection is fine
-        except BaseException:
-            await self._drop_connection(connection)  # broken, or a reply left unread on it
-            raise
-
-    async def _drop_connection(self, connection: AbstractConnection) -> None:
-        if self._connection is connection:
-            self._connection = None
-        await _disconnect(connection)
+            return await self._held.execute("EVALSHA", script.sha, len(keys), *keys, *args)
+        except NoScriptError:  # not run: Redis restarted, or was flushed, since it had it
+            return await self._held.execute("EVAL", script.source, len(keys), *keys, *args)
 
     async def _execute(self, batch: list[tuple[Script, list[str], list[Any]]]) -> list[Any]:
         async with self._redis.pipeline(transaction=False) as pipe:
@@ -322,11 +322,6 @@ def _decode(stream_id: str, fields: dict[str, str]) -> events.Event | None:
     )
 
 
-async def _disconnect(connection: AbstractConnection) -> None:
-    with contextlib.suppress(Exception):
-        await connection.disconnect(nowait=True)
-
-
 def _stream_info_or_none(reply: Any) -> dict[str, Any] | None:
     """XINFO STREAM's reply; None when there is no stream yet."""
     if isinstance(reply, ResponseError):
@@ -420,8 +415,8 @@ class RedisStore(Store):
         self._events_key = f"{prefix}:events"
         self._record_prefix = f"{prefix}:record:"
         self._redis: Redis | None = None
-        self._reader: Redis | None = None  # the loop's blocking reads of the stream, on one connection
-        self._stream_connection: AbstractConnection | None = None
+        self._stream_pool: ConnectionPool | None = None
+        self._stream: HeldConnection | None = None  # the loop's blocking reads of the stream
         self._reader_task: asyncio.Task[None] | None = None
         self._cursor: str | None = None  # the last stream entry handed to local subscribers
         self._reading = False  # the loop is connected and following the stream
@@ -454,7 +449,10 @@ class RedisStore(Store):
             self._url, max_connections=POOL_SIZE, timeout=POOL_WAIT, socket_timeout=5, **options
         )
         self._redis = Redis.from_pool(pool)  # closing the client closes the pool
-        self._reader = Redis.from_url(self._url, socket_timeout=READ_BLOCK_MS / 1000 + 5, **options)
+        self._stream_pool = ConnectionPool.from_url(
+            self._url, socket_timeout=READ_BLOCK_MS / 1000 + 5, **options
+        )
+        self._stream = HeldConnection(self._stream_pool)
         self._scripts = ScriptBatches(self._redis)
         with contextlib.suppress(*UNREACHABLE):
             await self._follow_from_tail()
@@ -480,14 +478,13 @@ class RedisStore(Store):
                 await asyncio.wait({self._reader_task}, timeout=0.1)
         if self._scripts is not None:
             await self._scripts.close()
-        if self._stream_connection is not None:
-            await _disconnect(self._stream_connection)
-            self._stream_connection = None
-        for client in (self._reader, self._redis):
-            if client is not None:
-                with contextlib.suppress(*UNREACHABLE):
-                    await client.aclose()
-        self._redis = self._reader = self._scripts = None
+        if self._stream is not None and self._stream_pool is not None:
+            await self._stream.close()
+            await self._stream_pool.aclose()
+        if self._redis is not None:
+            with contextlib.suppress(*UNREACHABLE):
+                await self._redis.aclose()
+        self._redis = self._stream = self._stream_pool = self._scripts = None
 
     async def healthy(self) -> bool:
         if not self._reading:
@@ -694,29 +691,11 @@ class RedisStore(Store):
 
     async def _read_stream(self) -> list[tuple[str, dict[str, str]]]:
         """The entries after the cursor, as soon as there are some (none after ``READ_BLOCK_MS``)."""
-        if self._reader is None:
+        if self._stream is None:
             raise RedisConnectionError("the store is closed")
-        # The loop's own connection, held: only the loop reads the stream, one read at a time, and
-        # handles failures itself, so redis-py's pool, retries and instrumentation around each
-        # command would only cost. A broken connection connects again on the next read.
-        if (connection := self._stream_connection) is None:
-            connection = self._stream_connection = await self._reader.connection_pool.get_connection()
-        try:
-            await connection.send_command(
-                "XREAD",
-                "COUNT",
-                READ_BATCH,
-                "BLOCK",
-                READ_BLOCK_MS,
-                "STREAMS",
-                self._events_key,
-                self._cursor,
-                check_health=False,
-            )
-            reply = await connection.read_response()
-        except BaseException:
-            await _disconnect(connection)  # a reply may be left unread on it
-            raise
+        reply = await self._stream.execute(
+            "XREAD", "COUNT", READ_BATCH, "BLOCK", READ_BLOCK_MS, "STREAMS", self._events_key, self._cursor
+        )
         if not reply:
             return []
         [[_key, entries]] = reply

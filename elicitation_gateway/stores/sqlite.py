@@ -220,7 +220,7 @@ class SqliteStore(MemoryStore):
                     self._waited_on.append(record.id)
             else:
                 self._finished[record.id] = record
-                self._schedule_forget(record.id, (record.finished_at or now) + self._result_ttl - now)
+                self._forget_at.set(record.id, (record.finished_at or now) + self._result_ttl - now)
         rows = db.execute(
             "SELECT seq, id, type, directory, properties FROM events ORDER BY seq DESC LIMIT ?",
             (self._history_size,),
@@ -288,7 +288,7 @@ class SqliteStore(MemoryStore):
         self._publish(event)
         if (done := self._done.pop(request_id, None)) is not None:
             done.set()
-        self._schedule_forget(request_id, self._result_ttl)
+        self._forget_at.set(request_id, self._result_ttl)
         return finished
 
     def tool_waits(self, request_id: str) -> None:
@@ -336,9 +336,6 @@ class SqliteStore(MemoryStore):
 
     def _trim(self, db: sqlite3.Connection, last: int) -> None:
         db.execute("DELETE FROM events WHERE seq <= ?", (last - self._history_size,))
-
-    def _schedule_forget(self, request_id: str, delay: float) -> None:
-        self._forget_at.set(request_id, delay)
 
     def _forget(self, request_id: str) -> None:
         super()._forget(request_id)

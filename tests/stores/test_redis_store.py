@@ -4,6 +4,7 @@ happens once across them, expiry, the capped stream, the setting that selects it
 while Redis is unreachable. Everything runs against a real ``redis-server``."""
 
 import asyncio
+import contextlib
 import itertools
 from collections.abc import AsyncIterator
 from typing import Any
@@ -587,6 +588,24 @@ async def test_changes_go_on_after_redis_drops_every_connection(replicas):
     await caught_up(first)
     assert await counted(first) == await counted_in_redis(first)
     assert await first.count_pending() == 20
+
+
+async def test_a_lone_change_given_up_on_leaves_no_reply_for_the_next(replicas):
+    """A request cancelled while its script is on the held connection: the next command there gets
+    its own reply, not the abandoned one."""
+    first, _ = replicas
+    scripts = first._scripts
+    assert scripts is not None
+    await first._client.execute_command("CLIENT", "PAUSE", 300, "WRITE")  # the script waits in Redis
+    given_up = asyncio.create_task(first.add(record("que_1")))
+    await until(lambda: scripts._alone, what="the script is on its way")
+    given_up.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await given_up
+    await first.add(record("que_2"))
+    assert await scripts._held.execute("PING") in (True, "PONG")
+    await caught_up(first)
+    assert await counted(first) == await counted_in_redis(first)
 
 
 async def test_scripts_are_sent_again_when_redis_forgot_them(replicas):
