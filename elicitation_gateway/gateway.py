@@ -20,7 +20,6 @@ from pydantic import BaseModel
 from elicitation_gateway import events, ids
 from elicitation_gateway.conversion.answers import AnswerError, answers_to_content
 from elicitation_gateway.conversion.schema import SOFT_QUESTION_LIMIT, Form, SchemaError, build_form
-from elicitation_gateway.conversion.sensitive import sensitive_property
 from elicitation_gateway.deadlines import Deadlines
 from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.models import QuestionInfo, QuestionRequest, QuestionTool
@@ -272,22 +271,15 @@ class Gateway:
     def _convert(self, schema: Any, message: str) -> Form:
         """The form for ``schema``; raises SchemaError for one it cannot (or may not) ask."""
         settings = self.settings
-        form = build_form(
+        return build_form(
             schema,
             message,
             header_length=settings.header_length,
             max_questions=settings.max_questions,
             max_options=settings.max_options,
             max_text_length=settings.max_text_length,
+            allow_sensitive=settings.allow_sensitive,
         )
-        if not settings.allow_sensitive and (found := sensitive_property(schema)):
-            key, what = found
-            raise SchemaError(
-                f"requestedSchema.properties.{key} looks like it asks for {what}; MCP forbids asking for "
-                "secrets in form mode (GATEWAY_ALLOW_SENSITIVE=true allows it)",
-                code="sensitive_question",
-            )
-        return form
 
     async def result(self, request_id: str, wait: float | None = None) -> Record:
         record = await self.store.get(request_id)

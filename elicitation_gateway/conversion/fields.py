@@ -58,6 +58,9 @@ class Field(BaseModel):
     pattern: str | None = None
     min_items: int | None = None
     max_items: int | None = None
+    warning: str | None = None
+    """Shown to the person beside the question: it may ask for something secret
+    (:mod:`.sensitive`)."""
 
 
 def check_value(field: Field, value: Any) -> Any:

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from elicitation_gateway.conversion import sensitive
 from elicitation_gateway.conversion.fields import (
     BOOLEAN_LABELS,
     STRING_FORMATS,
@@ -62,14 +63,20 @@ def build_form(
     max_questions: int = 50,
     max_options: int | None = None,
     max_text_length: int | None = None,
+    allow_sensitive: bool = False,
 ) -> Form:
-    """Convert a ``requestedSchema`` into questions; raise :class:`SchemaError` naming the bad part."""
-    form = _convert(schema, message, header_length, max_questions)
+    """Convert a ``requestedSchema`` into questions; raise :class:`SchemaError` naming the bad part.
+
+    A free-text question that plainly asks for a secret is refused (MCP forbids it) unless
+    ``allow_sensitive``; then, as any that may ask for one, it carries a warning for the person."""
+    form = _convert(schema, message, header_length, max_questions, allow_sensitive)
     _check_sizes(form, schema, message, max_options, max_text_length)
     return form
 
 
-def _convert(schema: Any, message: str, header_length: int, max_questions: int) -> Form:
+def _convert(
+    schema: Any, message: str, header_length: int, max_questions: int, allow_sensitive: bool
+) -> Form:
     where = "requestedSchema"
     if not isinstance(schema, dict):
         raise SchemaError(f"{where} must be a JSON object, not {_json_type(schema)}")
@@ -111,6 +118,8 @@ def _convert(schema: Any, message: str, header_length: int, max_questions: int) 
     texts: list[str] = []
     for key, prop in properties.items():
         field = _parse_property(key, prop, required=key in required, where=f"{where}.properties.{key}")
+        if field.kind in ("string", "text"):
+            field = _judged(field, _unwrap_optional(prop), allow_sensitive)
         title = _text(prop, "title")
         header = shorten(title or key, header_length)
         own = text = _text(prop, "description") or title or key
@@ -246,6 +255,17 @@ _BOUNDS = (
     ("exclusive_minimum", "exclusiveMinimum"),
     ("exclusive_maximum", "exclusiveMaximum"),
 )
+
+
+def _judged(field: Field, prop: dict, allow_sensitive: bool) -> Field:
+    judgement = sensitive.judge(field.key, prop)
+    if judgement.refusal is not None and not allow_sensitive:
+        raise SchemaError(
+            f"requestedSchema.properties.{field.key} looks like it asks for {judgement.refusal}; MCP "
+            "forbids asking for secrets in form mode (GATEWAY_ALLOW_SENSITIVE=true allows it)",
+            code="sensitive_question",
+        )
+    return field if judgement.warning is None else field.model_copy(update={"warning": judgement.warning})
 
 
 def _unwrap_optional(prop: dict) -> dict:
@@ -393,6 +413,8 @@ def _checked_default(field: Field, default: Any) -> Any:
 def _question(field: Field, text: str, header: str) -> QuestionInfo:
     if words := hints(field):
         text = f"{text} ({'; '.join(words)})"
+    if field.warning:  # clients that show only the question see it there
+        text = f"{text}\n\n⚠ {field.warning}"
     if field.kind in ("choice", "multi"):
         options = [QuestionOption(label=o.label, description=o.description) for o in field.options]
     elif field.kind == "boolean":

@@ -143,6 +143,9 @@ class FormField(Body):
     pattern: str | None = None
     min_items: int | None = None
     max_items: int | None = None
+    warning: str | None = Field(
+        None, description="A caution the person sees beside the question: it may ask for a secret."
+    )
     default: Any = Field(None, description="The property's default, as the content would carry it.")
     header: str
     question: str = Field(
