@@ -21,6 +21,7 @@ from elicitation_gateway import events, ids
 from elicitation_gateway.conversion.answers import AnswerError, answers_to_content
 from elicitation_gateway.conversion.schema import SOFT_QUESTION_LIMIT, Form, SchemaError, build_form
 from elicitation_gateway.deadlines import Deadlines
+from elicitation_gateway.encoding import to_utf8
 from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.models import QuestionInfo, QuestionRequest, QuestionTool
 from elicitation_gateway.notify import Notifier
@@ -315,7 +316,7 @@ class Gateway:
     async def pending_json(self, directory: str | None = None) -> bytes:
         """``GET /question``'s body: each request's JSON was encoded once, when it was asked."""
         directory = normalize_directory(directory)
-        return (
+        return to_utf8(
             "["
             + ",".join(
                 record.request.wire_json
@@ -323,7 +324,7 @@ class Gateway:
                 if directory is None or record.directory is None or record.directory == directory
             )
             + "]"
-        ).encode()
+        )
 
     async def pending_record(self, request_id: str) -> Record:
         record = await self.store.get(request_id)

@@ -6,7 +6,6 @@ person sees (``questions``, OpenCode's ``QuestionInfo``) and what the answers ar
 """
 
 import math
-import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -21,6 +20,8 @@ from elicitation_gateway.conversion.fields import (
     check_value,
     describe_value,
 )
+from elicitation_gateway.conversion.patterns import PatternError, compile_pattern
+from elicitation_gateway.encoding import shown
 from elicitation_gateway.models import QuestionInfo, QuestionOption
 
 SOFT_QUESTION_LIMIT = 10
@@ -112,6 +113,11 @@ def _convert(
     required = schema.get("required", [])
     if not isinstance(required, list) or not all(isinstance(name, str) for name in required):
         raise SchemaError(f"{where}.required must be a list of property names")
+    if missing := [name for name in required if name not in properties]:
+        raise SchemaError(
+            f"{where}.required names {shown(missing[0])!r}, which is not one of its properties: no answer "
+            "could ever hold it"
+        )
 
     fields: list[Field] = []
     questions: list[QuestionInfo] = []
@@ -222,12 +228,18 @@ def _parse_property(key: str, prop: Any, *, required: bool, where: str) -> Field
         max_items = _count(prop, "maxItems", where)
         if min_items is not None and max_items is not None and min_items > max_items:
             raise SchemaError(f"{where}.minItems is larger than its maxItems")
+        if min_items is not None and min_items > len(options):
+            raise SchemaError(
+                f"{where}: no answer can satisfy it: it needs at least {min_items} choices of "
+                f"{len(options)} options"
+            )
         field = Field(kind="multi", options=options, min_items=min_items, max_items=max_items, **base)
     elif prop.get("type") == "boolean":
         field = Field(kind="boolean", **base)
     elif prop.get("type") in ("integer", "number"):
         bounds = {name: _bound(prop, alias, where) for name, alias in _BOUNDS}
         field = Field(kind=prop["type"], **bounds, **base)
+        _check_range_satisfiable(field, where)
     elif prop.get("type") == "string":
         min_length = _count(prop, "minLength", where)
         max_length = _count(prop, "maxLength", where)
@@ -235,10 +247,11 @@ def _parse_property(key: str, prop: Any, *, required: bool, where: str) -> Field
             raise SchemaError(f"{where}.minLength is larger than its maxLength")
         fmt = prop.get("format")
         fmt = fmt if isinstance(fmt, str) and fmt in STRING_FORMATS else None
-        pattern = _pattern(prop.get("pattern"))
+        pattern = _pattern(prop.get("pattern"), where)
         field = Field(
             kind="string", min_length=min_length, max_length=max_length, format=fmt, pattern=pattern, **base
         )
+        _check_format_length(field, where)
     else:
         field = Field(kind="text", **base)
 
@@ -266,6 +279,54 @@ def _judged(field: Field, prop: dict, allow_sensitive: bool) -> Field:
             code="sensitive_question",
         )
     return field if judgement.warning is None else field.model_copy(update={"warning": judgement.warning})
+
+
+def _check_range_satisfiable(field: Field, where: str) -> None:
+    """A number range with no number in it (or an integer range with no integer) cannot be answered."""
+    lower = _tighter(field.minimum, field.exclusive_minimum, max)
+    upper = _tighter(field.maximum, field.exclusive_maximum, min)
+    if lower is None or upper is None:
+        return
+    (low, low_open), (high, high_open) = lower, upper
+    if field.kind == "integer":
+        first = math.floor(low) + 1 if low_open else math.ceil(low)
+        last = math.ceil(high) - 1 if high_open else math.floor(high)
+        if first > last:
+            raise SchemaError(f"{where}: no answer can satisfy it: there is no whole number in its range")
+    elif low > high or (low == high and (low_open or high_open)):
+        raise SchemaError(f"{where}: no answer can satisfy it: there is no number in its range")
+
+
+def _tighter(inclusive: float | None, exclusive: float | None, pick: Any) -> tuple[float, bool] | None:
+    """The bound that binds, as ``(value, open)``: ``pick`` is max for lower bounds, min for upper."""
+    if inclusive is None and exclusive is None:
+        return None
+    if exclusive is None:
+        return inclusive, False  # type: ignore[return-value]
+    if inclusive is None or pick(inclusive, exclusive) == exclusive:
+        return exclusive, True
+    return inclusive, False
+
+
+FORMAT_LENGTHS = {"date": (10, 10), "date-time": (20, None), "email": (5, None), "uri": (3, None)}
+"""The shortest (and longest) text each format accepts: ``2024-01-31``, ``2024-01-31T09:00:00Z``,
+``a@b.c``, ``a:b``."""
+
+
+def _check_format_length(field: Field, where: str) -> None:
+    if field.format is None:
+        return
+    shortest, longest = FORMAT_LENGTHS[field.format]
+    if field.max_length is not None and field.max_length < shortest:
+        raise SchemaError(
+            f"{where}: no answer can satisfy it: {STRING_FORMATS[field.format]} has at least {shortest} "
+            f"characters, and maxLength is {field.max_length}"
+        )
+    if longest is not None and field.min_length is not None and field.min_length > longest:
+        raise SchemaError(
+            f"{where}: no answer can satisfy it: {STRING_FORMATS[field.format]} has at most {longest} "
+            f"characters, and minLength is {field.min_length}"
+        )
 
 
 def _unwrap_optional(prop: dict) -> dict:
@@ -387,14 +448,15 @@ def _finite(value: float) -> bool:
         return False
 
 
-def _pattern(pattern: Any) -> str | None:
-    """Patterns are ECMA-262 regexes; one Python cannot compile is not checked rather than refused."""
+def _pattern(pattern: Any, where: str) -> str | None:
+    """Patterns are ECMA-262 regexes, run in linear time (:mod:`.patterns`): one that cannot be is
+    refused when asked, never found out when a person answers."""
     if not isinstance(pattern, str):
         return None
     try:
-        re.compile(pattern)
-    except re.error:
-        return None
+        compile_pattern(pattern)
+    except PatternError as error:
+        raise SchemaError(f"{where}.pattern {error}") from None
     return pattern
 
 

@@ -13,12 +13,12 @@ from mcp.types import ElicitRequestFormParams, ElicitResult
 from mcp_types.jsonrpc import JSONRPCRequest, JSONRPCResponse
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
-from starlette.responses import JSONResponse
 
 from elicitation_gateway.conversion.answers import Issue
 from elicitation_gateway.conversion.fields import Field as ConversionField
 from elicitation_gateway.conversion.fields import Kind, Option
 from elicitation_gateway.conversion.schema import hints
+from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.models import QuestionInfo
 from elicitation_gateway.stores.base import Status
 
@@ -31,13 +31,13 @@ class Body(BaseModel):
 
 def json_response(
     body: BaseModel, status_code: int = 200, headers: Mapping[str, str] | None = None
-) -> JSONResponse:
+) -> JsonResponse:
     """``body`` on the wire, without its None fields.
 
     Encoded by the same ``json`` as Starlette's other bodies and the events (not ``model_dump_json``,
     which writes ``1e-05`` as ``1e-5``), so a number in a result or a form is the same bytes everywhere.
     """
-    return JSONResponse(body.model_dump(mode="json", by_alias=True, exclude_none=True), status_code, headers)
+    return JsonResponse(body.model_dump(mode="json", by_alias=True, exclude_none=True), status_code, headers)
 
 
 # ---------------------------------------------------------------------------------------------------

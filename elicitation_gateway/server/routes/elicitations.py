@@ -6,12 +6,13 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from mcp.types import ElicitResult
-from mcp_types.jsonrpc import PARSE_ERROR
+from mcp_types.jsonrpc import INVALID_PARAMS, PARSE_ERROR
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from elicitation_gateway.conversion.schema import SchemaError
+from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.gateway import (
     CANCEL,
     AlreadyFinished,
@@ -49,8 +50,8 @@ async def elicit(request: Request) -> Response:
         body = parse_json(await read_body(request, gateway.settings.max_body_size))
     except InvalidJson as error:
         if b'"jsonrpc"' in error.raw:
-            return jsonrpc_error(None, PARSE_ERROR, error.reason)
-        return tool_error(400, "invalid_json", error.reason)
+            return _jsonrpc_refusal(error)
+        return tool_error(400, error.code, error.reason)
     except BodyTooLarge:
         return _too_large(gateway)
 
@@ -83,7 +84,7 @@ async def create(request: Request) -> Response:
         _, _, params = unwrap_jsonrpc(body)
         record = await _ask(request, gateway, params)
     except InvalidJson as error:
-        return tool_error(400, "invalid_json", error.reason)
+        return tool_error(400, error.code, error.reason)
     except JsonRpcError as error:
         return tool_error(400, "invalid_request", error.message)
     except BodyTooLarge:
@@ -198,10 +199,20 @@ def _status_body(record: Record) -> ElicitationStatus:
     return ElicitationStatus(id=record.id, status=record.status, result=record.result)
 
 
-def _not_found(request_id: str) -> JSONResponse:
+def _jsonrpc_refusal(error: InvalidJson) -> Response:
+    """A JSON-RPC request whose JSON parsed but whose text was refused names its id; others cannot."""
+    document = error.document
+    if isinstance(document, dict) and "jsonrpc" in document:
+        with contextlib.suppress(JsonRpcError):
+            _, rpc_id, _ = unwrap_jsonrpc(document)
+            return jsonrpc_error(rpc_id, INVALID_PARAMS, error.reason)
+    return jsonrpc_error(None, PARSE_ERROR, error.reason)
+
+
+def _not_found(request_id: str) -> JsonResponse:
     return tool_error(404, "not_found", f"no elicitation {request_id!r} (unknown, or finished too long ago)")
 
 
-def _too_large(gateway: Gateway) -> JSONResponse:
+def _too_large(gateway: Gateway) -> JsonResponse:
     limit = gateway.settings.max_body_size
     return tool_error(413, "body_too_large", f"the body is larger than the limit of {limit} bytes")

@@ -1,10 +1,11 @@
 """Operations: liveness and readiness for orchestrators, metrics for Prometheus, the OpenAPI document."""
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from elicitation_gateway import __version__
+from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.gateway import Gateway
 from elicitation_gateway.metrics import CONTENT_TYPE
 from elicitation_gateway.server.openapi import openapi_document
@@ -45,7 +46,7 @@ async def metrics(request: Request) -> Response:
 
 
 async def doc(request: Request) -> Response:
-    return JSONResponse(openapi_document(_gateway(request).settings))
+    return JsonResponse(openapi_document(_gateway(request).settings))
 
 
 routes = [
