@@ -6,24 +6,22 @@ Routes call this; it calls the pure conversion (:mod:`.conversion`) and the
 
 import asyncio
 import contextlib
-import functools
-import json
 import logging
 import posixpath
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-from pydantic import BaseModel
+from typing import Any
 
 from elicitation_gateway import events, ids
+from elicitation_gateway.budget import PendingBytes, record_bytes
 from elicitation_gateway.conversion.answers import AnswerError, answers_to_content
-from elicitation_gateway.conversion.schema import SOFT_QUESTION_LIMIT, Form, SchemaError, build_form
+from elicitation_gateway.conversion.forms import FormCache, Limits
+from elicitation_gateway.conversion.schema import SOFT_QUESTION_LIMIT, Form, SchemaError
 from elicitation_gateway.deadlines import Deadlines
 from elicitation_gateway.encoding import to_utf8
 from elicitation_gateway.metrics import Metrics
-from elicitation_gateway.models import QuestionInfo, QuestionRequest, QuestionTool
+from elicitation_gateway.models import QuestionRequest, QuestionTool
 from elicitation_gateway.notify import Notifier
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores import make_store
@@ -32,7 +30,11 @@ from elicitation_gateway.stores.base import OnTimeout, Record, Status, Store, St
 logger = logging.getLogger(__name__)
 
 ACCEPT, DECLINE, CANCEL = "accept", "decline", "cancel"
-FORM_CACHE_SIZE = 256
+FORM_CACHE_BYTES = 32 * 1024 * 1024
+"""Forms of schemas asked before (:mod:`.conversion.forms`)."""
+CONVERT_ON_LOOP_BYTES = 64 * 1024
+"""A schema whose JSON is longer is converted in a worker thread, one at a time, so that no ask holds
+the event loop for long (a schema near the body limit takes some 100 ms to convert)."""
 
 
 class NotFound(LookupError):
@@ -51,6 +53,10 @@ class ShuttingDown(Exception):
 
 class LimitExceeded(Exception):
     """Too many questions pending; the tool may ask again once some are answered."""
+
+
+class TooLarge(Exception):
+    """A question larger than a session's whole budget: it can never be asked as it is."""
 
 
 class TooManySubscribers(Exception):
@@ -89,8 +95,16 @@ class Gateway:
         self.metrics = Metrics()
         self.subscribers = 0
         self._timeouts = Deadlines(self._spawn_expiry)  # of the pending questions this process times
-        self._cached_form = functools.lru_cache(maxsize=FORM_CACHE_SIZE)(self._shared_form)
-        self._plain_form = functools.lru_cache(maxsize=FORM_CACHE_SIZE)(self._schema_form)
+        limits = Limits(
+            header_length=settings.header_length,
+            max_questions=settings.max_questions,
+            max_options=settings.max_options,
+            max_text_length=settings.max_text_length,
+            allow_sensitive=settings.allow_sensitive,
+        )
+        self.forms = FormCache(limits, FORM_CACHE_BYTES)
+        self._converting = asyncio.Semaphore(1)  # big schemas, converted off the loop one at a time
+        self.pending_bytes = PendingBytes()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._waiting: set[str] = set()  # questions whose tool waits on this process (``POST /elicit``)
@@ -113,6 +127,7 @@ class Gateway:
         for request_id in await self.store.abandoned():
             await self._finish(request_id, "cancelled", {"action": CANCEL}, reason="tool gone at restart")
         for record in await self.store.pending():
+            self.pending_bytes.add(record.id, record.request.sessionID, record_bytes(record))
             self._schedule_expiry(record.id, record.expires_at - time.time())
 
     async def shutdown(self) -> None:
@@ -192,14 +207,16 @@ class Gateway:
     # Tool side
 
     async def ask(self, message: str, schema: Any, options: AskOptions = AskOptions()) -> Record:
-        """Create a pending record; raises :class:`.SchemaError` for a schema it cannot ask."""
+        """Create a pending record; raises :class:`.SchemaError` for a schema it cannot ask,
+        :class:`LimitExceeded` when the pending limits are full, :class:`TooLarge` for a question larger
+        than a session may hold."""
         if self._closing:
             raise ShuttingDown("the gateway is shutting down")
-        form = self._form(schema, message)
+        form = await self._form(schema, message)
         if options.on_timeout == "default":
             _check_defaults(form)
         session_id = options.session_id or self.default_session_id
-        await self._check_room(session_id)
+        await self._check_count(session_id)
         request = QuestionRequest.new(ids.question_id(), session_id, list(form.questions), options.tool)
         if len(form.fields) > SOFT_QUESTION_LIMIT:
             logger.warning(
@@ -212,7 +229,12 @@ class Gateway:
         now = time.time()
         directory = normalize_directory(options.directory)
         record = Record.new(request, form, message, directory, now, now + timeout, options.on_timeout)
-        await self.store.add(record)
+        self._charge(record)  # with no await since the check: asks at once cannot overshoot the budget
+        try:
+            await self.store.add(record)
+        except BaseException:
+            self.pending_bytes.remove(record.id)
+            raise
         self.metrics.asked.inc()
         self._schedule_expiry(record.id, timeout)
         if self.notifier is not None:
@@ -222,7 +244,7 @@ class Gateway:
         logger.debug("elicitation %s asked: %d questions", record.id, len(form.fields))
         return record
 
-    async def _check_room(self, session_id: str) -> None:
+    async def _check_count(self, session_id: str) -> None:
         limit = self.settings.max_pending
         if await self.store.count_pending() >= limit:
             raise LimitExceeded(
@@ -235,52 +257,36 @@ class Gateway:
                 "(GATEWAY_MAX_PENDING_PER_SESSION)"
             )
 
-    def _form(self, schema: Any, message: str) -> Form:
-        """Tools ask the same schema again and again: each (schema, message) is converted (and
-        checked) once.
+    def _charge(self, record: Record) -> None:
+        """Charge ``record`` to the memory budget, or refuse it (nothing is charged then)."""
+        size, session_id = record_bytes(record), record.request.sessionID
+        settings, budget = self.settings, self.pending_bytes
+        if size > settings.max_pending_bytes_per_session or size > settings.max_pending_bytes:
+            raise TooLarge(
+                f"the question would hold about {size} bytes of memory while pending, more than a session "
+                f"may hold (GATEWAY_MAX_PENDING_BYTES_PER_SESSION, {settings.max_pending_bytes_per_session}"
+                "): ask fewer or shorter options"
+            )
+        if budget.total + size > settings.max_pending_bytes:
+            raise LimitExceeded(
+                f"pending questions hold {budget.total} bytes of memory, and this one about {size} more: "
+                f"over the gateway's budget (GATEWAY_MAX_PENDING_BYTES, {settings.max_pending_bytes})"
+            )
+        if budget.session(session_id) + size > settings.max_pending_bytes_per_session:
+            raise LimitExceeded(
+                f"session {session_id}'s pending questions hold {budget.session(session_id)} bytes of "
+                f"memory, and this one about {size} more: over a session's budget "
+                f"(GATEWAY_MAX_PENDING_BYTES_PER_SESSION, {settings.max_pending_bytes_per_session})"
+            )
+        budget.add(record.id, session_id, size)
 
-        Forms are immutable, so records share them. The key is the schema's JSON in its own order
-        (property order is question order)."""
-        try:
-            key = json.dumps(schema, separators=(",", ":"), allow_nan=False)
-        except (TypeError, ValueError):
-            key = None
-        if key is None:
-            return self._convert(schema, message)
-        return self._cached_form(key, message)
-
-    def _shared_form(self, key: str, message: str) -> Form:
-        """Forms of one schema differ only where the message shows (the first question): the parts
-        equal to the schema's form without a message are that form's own objects, kept once."""
-        form, plain = self._convert(json.loads(key), message), self._plain_form(key)
-        questions = tuple(
-            _sharing_options(mine, theirs)
-            for mine, theirs in zip(form.questions, plain.questions, strict=True)
-        )
-        fields = plain.fields if form.fields == plain.fields else form.fields
-        texts = plain.texts if form.texts == plain.texts else form.texts
-        return _like(plain, form, fields=fields, questions=questions, texts=texts)
-
-    def _schema_form(self, key: str) -> Form:
-        """The form of a schema without a message: its questions are shared by every request that asks
-        it, so their encodings are kept with them."""
-        form = self._convert(json.loads(key), "")
-        for question in form.questions:
-            question.shared()
-        return form
-
-    def _convert(self, schema: Any, message: str) -> Form:
-        """The form for ``schema``; raises SchemaError for one it cannot (or may not) ask."""
-        settings = self.settings
-        return build_form(
-            schema,
-            message,
-            header_length=settings.header_length,
-            max_questions=settings.max_questions,
-            max_options=settings.max_options,
-            max_text_length=settings.max_text_length,
-            allow_sensitive=settings.allow_sensitive,
-        )
+    async def _form(self, schema: Any, message: str) -> Form:
+        """The form for ``schema`` (:class:`.FormCache`); a big one is converted in a worker thread,
+        one at a time, so that the loop goes on serving everyone else meanwhile."""
+        if not _big(schema):
+            return self.forms.form(schema, message)
+        async with self._converting:
+            return await asyncio.to_thread(self.forms.form, schema, message)
 
     async def result(self, request_id: str, wait: float | None = None) -> Record:
         record = await self.store.get(request_id)
@@ -365,6 +371,7 @@ class Gateway:
         record = await self.store.finish(request_id, status, result, answers)
         if record is None:
             return None
+        self.pending_bytes.remove(request_id)
         self._timeouts.discard(request_id)
         if self.notifier is not None:
             self.notifier.forget(request_id)
@@ -435,32 +442,36 @@ class Gateway:
     async def _adopt(self, event: events.Event) -> None:
         if event.type in (events.REPLIED, events.REJECTED):
             self._timeouts.discard(event.properties["requestID"])
+            self.pending_bytes.remove(event.properties["requestID"])
             return
         if event.type == events.ASKED and event.properties["id"] not in self._timeouts:
             record = await self.store.get(event.properties["id"])
             if record is not None and record.pending:
                 self._schedule_expiry(record.id, record.expires_at - time.time())
+                self.pending_bytes.add(record.id, record.request.sessionID, record_bytes(record))
 
 
-def _sharing_options(mine: QuestionInfo, theirs: QuestionInfo) -> QuestionInfo:
-    """``mine``, made of ``theirs`` where they are equal: the same question, or at least its options."""
-    if mine == theirs:
-        return theirs
-    if mine.options == theirs.options:
-        return _like(theirs, mine, options=theirs.options)
-    return mine
-
-
-_Model = TypeVar("_Model", bound=BaseModel)
-
-
-def _like(shared: _Model, model: _Model, **changes: Any) -> _Model:
-    """``model`` with ``changes``, sharing ``shared``'s set of field names when it is the same (pydantic
-    keeps one per instance, and it costs more than the rest of a small model)."""
-    fields_set = shared.model_fields_set
-    if model.model_fields_set != fields_set:
-        fields_set = model.model_fields_set
-    return type(model).model_construct(fields_set, **{**model.__dict__, **changes})
+def _big(schema: Any) -> bool:
+    """Whether ``schema`` is large enough to convert off the loop: counted by its strings' lengths,
+    which is cheap, and stops as soon as it knows."""
+    budget = CONVERT_ON_LOOP_BYTES
+    stack = [schema]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            budget -= len(value) + 8
+        elif isinstance(value, dict):
+            budget -= 8 * len(value)
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            budget -= 8 * len(value)
+            stack.extend(value)
+        else:
+            budget -= 8
+        if budget < 0:
+            return True
+    return False
 
 
 def _check_defaults(form: Form) -> None:

@@ -72,6 +72,24 @@ class Settings(BaseSettings):
     )
     max_pending: int = Field(20_000, ge=1, description="Most questions pending at once, in all.")
     max_pending_per_session: int = Field(1_000, ge=1, description="Most questions pending in one session.")
+    max_pending_bytes: int = Field(
+        256 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="Most bytes of memory pending questions may hold, in all (each charged what its form, "
+        "message and encodings hold; a question of 2 short fields about 9 KB, one of 50 fields with 200 "
+        "options each about 11 MB).",
+    )
+    max_pending_bytes_per_session: int = Field(
+        64 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="Most bytes of memory pending questions may hold in one session.",
+    )
+    history_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=0,
+        description="Most bytes of events kept for `Last-Event-ID` replay (besides `GATEWAY_HISTORY_SIZE`); "
+        "older ones are dropped, and a client that asks for them gets the pending questions again.",
+    )
     max_subscribers: int = Field(10_000, ge=1, description="Most open event streams at once.")
 
     # OpenCode bridge

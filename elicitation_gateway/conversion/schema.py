@@ -21,7 +21,7 @@ from elicitation_gateway.conversion.fields import (
     describe_value,
 )
 from elicitation_gateway.conversion.patterns import PatternError, compile_pattern
-from elicitation_gateway.encoding import shown
+from elicitation_gateway.encoding import InvalidText, check_text, shown, valid_text
 from elicitation_gateway.models import QuestionInfo, QuestionOption
 
 SOFT_QUESTION_LIMIT = 10
@@ -69,10 +69,53 @@ def build_form(
     """Convert a ``requestedSchema`` into questions; raise :class:`SchemaError` naming the bad part.
 
     A free-text question that plainly asks for a secret is refused (MCP forbids it) unless
-    ``allow_sensitive``; then, as any that may ask for one, it carries a warning for the person."""
+    ``allow_sensitive``; then, as any that may ask for one, it carries a warning for the person.
+    """
+    _check_message(message, max_text_length)
+    _check_sizes(schema, max_questions, max_options, max_text_length)
+    try:
+        check_text(schema, "requestedSchema")
+    except InvalidText as error:
+        raise SchemaError(error.message, code="invalid_text") from None
     form = _convert(schema, message, header_length, max_questions, allow_sensitive)
-    _check_sizes(form, schema, message, max_options, max_text_length)
-    return form
+    return form if form.legacy else with_message(form, message)
+
+
+def with_message(form: Form, message: str, max_text_length: int | None = None) -> Form:
+    """The form of a schema asked without a message (``build_form(schema)``), asked with ``message``:
+    only the first question changes, everything else is shared. Not for legacy (top-level enum)
+    forms, whose only question is worded from the message."""
+    assert not form.legacy, "a legacy form is built with its message"
+    _check_message(message, max_text_length)
+    message = message.strip()
+    if not message:
+        return form
+    own = form.texts[0]
+    if message == own.strip():  # the message already says it
+        text, own = own, ""
+    else:
+        text = f"{message}\n\n{own}"
+    first = _question(form.fields[0], text, form.questions[0].header)
+    return Form.model_construct(
+        _FORM_FIELDS,
+        fields=form.fields,
+        questions=(first, *form.questions[1:]),
+        texts=(own, *form.texts[1:]),
+        legacy=False,
+    )
+
+
+_FORM_FIELDS = {"fields", "questions", "texts", "legacy"}
+
+
+def _check_message(message: str, max_text_length: int | None) -> None:
+    if not valid_text(message):
+        raise SchemaError(InvalidText("message", "is not valid Unicode").message, code="invalid_text")
+    if max_text_length is not None and len(message) > max_text_length:
+        raise SchemaError(
+            f"message is {len(message)} characters long; at most {max_text_length} are allowed",
+            code="text_too_long",
+        )
 
 
 def _convert(
@@ -128,55 +171,63 @@ def _convert(
             field = _judged(field, _unwrap_optional(prop), allow_sensitive)
         title = _text(prop, "title")
         header = shorten(title or key, header_length)
-        own = text = _text(prop, "description") or title or key
-        if not questions and message.strip():
-            if message.strip() == text.strip():
-                own = ""  # the message already says it
-            else:
-                text = f"{message.strip()}\n\n{text}"
+        text = _text(prop, "description") or title or key
         fields.append(field)
         questions.append(_question(field, text, header))
-        texts.append(own)
+        texts.append(text)
     return Form(fields=tuple(fields), questions=tuple(questions), texts=tuple(texts))
 
 
+OPTION_LISTS = frozenset({"enum", "enumNames", "oneOf", "anyOf"})
+MAX_PROPERTY_DEPTH = 8
+"""Levels of objects and lists in one property schema (``items.anyOf[2].title`` is four)."""
+
+
 def _check_sizes(
-    form: Form, schema: dict, message: str, max_options: int | None, max_text_length: int | None
+    schema: Any, max_questions: int, max_options: int | None, max_text_length: int | None
 ) -> None:
-    """Refuse what no person could read: too many options, texts longer than the limit."""
-    properties = {"value": schema} if form.legacy else schema["properties"]
-    if max_text_length is not None and len(message) > max_text_length:
+    """Refuse what no person could read (too many questions or options, texts longer than the limit)
+    before anything is built: one pass over the JSON, so a refusal costs little whatever is sent."""
+    if not isinstance(schema, dict):
+        return  # _convert names what is wrong
+    properties = schema.get("properties")
+    if isinstance(properties, dict) and len(properties) > max_questions:
         raise SchemaError(
-            f"message is {len(message)} characters long; at most {max_text_length} are allowed",
-            code="text_too_long",
+            f"requestedSchema has {len(properties)} properties; at most {max_questions} questions may be "
+            "asked at once",
+            code="too_many_questions",
         )
-    for field in form.fields:
-        where = "requestedSchema" if form.legacy else f"requestedSchema.properties.{field.key}"
-        if max_options is not None and len(field.options) > max_options:
-            raise SchemaError(
-                f"{where} offers {len(field.options)} options; at most {max_options} are allowed",
-                code="too_many_options",
-            )
-        if max_text_length is None:
-            continue
-        prop = properties[field.key]
-        texts = [
-            ("key", field.key),
-            ("title", _text(prop, "title")),
-            ("description", _text(prop, "description")),
-        ]
-        texts += [(f"option {option.value[:20]!r}", option.label) for option in field.options]
-        texts += [(f"option {option.value[:20]!r}", option.value) for option in field.options]
-        texts += [
-            (f"description of option {option.value[:20]!r}", option.description) for option in field.options
-        ]
-        for what, text in texts:
-            if len(text) > max_text_length:
+    stack: list[tuple[Any, str, int]] = [(schema, "requestedSchema", 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        if isinstance(value, str):
+            if max_text_length is not None and len(value) > max_text_length:
+                what = "the option" if where.endswith("]") and "enum" in where.rsplit(".", 1)[-1] else ""
                 raise SchemaError(
-                    f"{where}: its {what} is {len(text)} characters long; "
-                    f"at most {max_text_length} are allowed",
+                    f"{where}{f' ({what})' if what else ''} is {len(value)} characters long; at most "
+                    f"{max_text_length} are allowed",
                     code="text_too_long",
                 )
+            continue
+        if depth > MAX_PROPERTY_DEPTH + 2:  # the schema, its properties, then one property's levels
+            raise SchemaError(f"{where} nests deeper than a property schema needs")
+        if isinstance(value, dict):
+            for key, child in value.items():
+                if max_text_length is not None and len(key) > max_text_length:
+                    raise SchemaError(
+                        f"{where} has a key {len(key)} characters long; at most {max_text_length} are "
+                        "allowed",
+                        code="text_too_long",
+                    )
+                stack.append((child, f"{where}.{key}", depth + 1))
+        elif isinstance(value, list):
+            owner, _, name = where.rpartition(".")
+            if max_options is not None and name in OPTION_LISTS and len(value) > max_options:
+                raise SchemaError(
+                    f"{owner} offers {len(value)} options; at most {max_options} are allowed",
+                    code="too_many_options",
+                )
+            stack.extend((child, f"{where}[{index}]", depth + 1) for index, child in enumerate(value))
 
 
 def shorten(text: str, limit: int) -> str:
@@ -416,10 +467,17 @@ def _options(
             label = f"{label} ({value})"
         seen_labels.add(label)
         description = descriptions.get(value, descriptions.get(label, ""))
+        description = description if isinstance(description, str) else ""
+        # Of checked strings: not validated again (a form may hold thousands of options).
         options.append(
-            Option(value=value, label=label, description=description if isinstance(description, str) else "")
+            Option.model_construct(_OPTION_FIELDS, value=value, label=label, description=description)
         )
     return tuple(options)
+
+
+_OPTION_FIELDS = {"value", "label", "description"}
+_QUESTION_OPTION_FIELDS = {"label", "description"}
+"""Shared by the options built here: pydantic copies such a set before any change."""
 
 
 def _count(prop: dict, name: str, where: str) -> int | None:
@@ -478,7 +536,10 @@ def _question(field: Field, text: str, header: str) -> QuestionInfo:
     if field.warning:  # clients that show only the question see it there
         text = f"{text}\n\n⚠ {field.warning}"
     if field.kind in ("choice", "multi"):
-        options = [QuestionOption(label=o.label, description=o.description) for o in field.options]
+        options = [
+            QuestionOption.model_construct(_QUESTION_OPTION_FIELDS, label=o.label, description=o.description)
+            for o in field.options
+        ]
     elif field.kind == "boolean":
         options = [QuestionOption(label=label) for label in BOOLEAN_LABELS]
     else:

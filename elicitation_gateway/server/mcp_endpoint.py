@@ -29,6 +29,7 @@ from elicitation_gateway.gateway import (
     LimitExceeded,
     NotFound,
     ShuttingDown,
+    TooLarge,
 )
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores.base import StoreUnavailable
@@ -168,7 +169,7 @@ class McpEndpoint:
             record = await self.gateway.ask("", questions_schema(questions), options)
         except SchemaError as error:
             raise ToolError(error.message) from None
-        except (LimitExceeded, ShuttingDown, StoreUnavailable) as error:
+        except (LimitExceeded, ShuttingDown, StoreUnavailable, TooLarge) as error:
             raise ToolError(str(error)) from None
         finished = False
         try:

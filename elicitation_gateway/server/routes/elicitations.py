@@ -20,6 +20,7 @@ from elicitation_gateway.gateway import (
     LimitExceeded,
     NotFound,
     ShuttingDown,
+    TooLarge,
 )
 from elicitation_gateway.server.errors import ToolError, jsonrpc_error, tool_error
 from elicitation_gateway.server.routes.parsing import (
@@ -149,6 +150,8 @@ async def _ask(request: Request, gateway: Gateway, params: Any) -> Record:
         raise ToolError(status, error.code, error.message) from None
     except LimitExceeded as error:
         raise ToolError(429, "too_many_pending", str(error)) from None
+    except TooLarge as error:
+        raise ToolError(413, "question_too_large", str(error)) from None
     except ShuttingDown as error:
         raise ToolError(503, "shutting_down", str(error)) from None
 
