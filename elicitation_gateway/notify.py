@@ -195,6 +195,11 @@ class _Send:
         if not self.finished.done():
             self.finished.set_result(None)
 
+    @property
+    def alive(self) -> bool:
+        """Whether its thread still runs (a little longer than the call itself)."""
+        return self._thread.is_alive()
+
     def cut(self) -> None:
         """Shut down every socket the send opened that is still open: a blocked read or write in its
         thread ends at once with an error, and the plugin gives up."""
@@ -243,7 +248,7 @@ class _Target:
         metrics.notification_threads.labels(target=label).set_function(self.threads)
 
     def threads(self) -> int:
-        self.sends = {send for send in self.sends if send.running}
+        self.sends = {send for send in self.sends if send.alive}
         return len(self.sends)
 
     def start(self) -> None:
@@ -387,7 +392,8 @@ class Notifier:
                 continue
             label = target_label(position, plugin, url)
             self.targets.append(_Target(label, plugin, settings, metrics, still_pending))
-        _watch_sockets()
+        if self.targets:
+            _watch_sockets()
 
     def start(self) -> None:
         for target in self.targets:
@@ -407,9 +413,11 @@ class Notifier:
                     await asyncio.gather(*(target.queue.join() for target in self.targets))
         for target in self.targets:
             await target.stop()
-        sends = [send for target in self.targets for send in target.sends if send.running]
-        if sends:
-            await asyncio.wait([asyncio.shield(send.finished) for send in sends], timeout=CUT_GRACE)
+        loop = asyncio.get_running_loop()
+        grace_ends = loop.time() + CUT_GRACE
+        # A thread's end is no event the loop can await (it outlasts the call's ``finished``): polled.
+        while any(target.threads() for target in self.targets) and loop.time() < grace_ends:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
         if held := sum(target.threads() for target in self.targets):
             logger.warning(
                 "%d notification threads could not be cut off and are left to end on their own", held

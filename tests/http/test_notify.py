@@ -394,6 +394,7 @@ async def test_a_question_answered_before_a_slow_target_gets_to_it_is_not_sent_t
         async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
             first, second = await ask(http), await ask(http)
             await until(lambda: len(slow.posts) == 1, what="the slow target busy with the first")
+            await until(lambda: len(receiver.posts) == 2, what="the good target done with both")
             reply = await http.post(f"/question/{second}/reply", json={"answers": [["staging"], []]})
             assert reply.status_code == 200
             text = await wait_for_outcome(http, "skipped", 1, within=10, target="2:json")
