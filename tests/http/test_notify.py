@@ -95,9 +95,12 @@ class DripTarget:
         self.port = 0
         self._server: asyncio.Server | None = None
         self._handlers: set[asyncio.Task[None]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._stopping = False
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._handlers.add(asyncio.current_task())  # type: ignore[arg-type]
+        self._writers.add(writer)
         self.open += 1
         drip = asyncio.create_task(self._drip(writer))
         try:
@@ -109,12 +112,13 @@ class DripTarget:
             )
             self.bodies.append((await reader.readexactly(length)).decode())
             await reader.read()  # until the gateway hangs up
-            self.hung_up += 1
+            self.hung_up += not self._stopping
         except (ConnectionError, asyncio.IncompleteReadError):
-            self.hung_up += 1
+            self.hung_up += not self._stopping
         finally:
             drip.cancel()
             self.open -= 1
+            self._writers.discard(writer)
             writer.close()
 
     async def _drip(self, writer: asyncio.StreamWriter) -> None:
@@ -130,10 +134,12 @@ class DripTarget:
         return self
 
     async def stop(self) -> None:
+        """Hang up on whatever is still open (a gateway that failed to), and stop listening."""
+        self._stopping = True
         if self._server is not None:
             self._server.close()
-            for handler in self._handlers:
-                handler.cancel()
+            for writer in list(self._writers):
+                writer.close()
             await asyncio.gather(*self._handlers, return_exceptions=True)
 
     @property
