@@ -116,8 +116,19 @@ class Settings(BaseSettings):
         description="The gateway's address as a person opens it (`https://gateway.example.com`): "
         "notifications link to the question's page there. Unset: no link.",
     )
-    notify_timeout: float = Field(10, gt=0, description="Seconds one notification attempt may take.")
-    notify_retries: int = Field(3, ge=0, description="Attempts after a failed notification.")
+    notify_timeout: float = Field(
+        10,
+        gt=0,
+        description="Seconds one attempt to notify one target may take (the look-up of its question "
+        "included); then its connections are shut. Also Apprise's connect and read timeouts (`cto`, "
+        "`rto`) where the URL sets none.",
+    )
+    notify_retries: int = Field(
+        3,
+        ge=0,
+        description="Attempts after a failed one, for each target on its own (0.5 s before the first, "
+        "doubled each time); the other targets are never sent it again.",
+    )
     notify_remind: float = Field(
         0,
         ge=0,
