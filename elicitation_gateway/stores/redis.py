@@ -566,10 +566,8 @@ class RedisStore(Store):
     def tool_done(self, request_id: str) -> None:
         self._waiting.discard(request_id)
         self._claimed.discard(request_id)
-        if request_id in self._waits_to_add:  # never sent
-            self._waits_to_add.discard(request_id)
-        else:
-            self._waits_to_remove.add(request_id)
+        # Removed even if its addition seems not sent yet: a refresh may have queued it again.
+        self._waits_to_remove.add(request_id)
         self._send_waits_soon()
 
     async def abandoned(self) -> list[str]:
