@@ -135,15 +135,20 @@ class Gateway:
         for task in (self._watcher, self._orphan_watch):
             if task is not None:
                 task.cancel()
-        try:
-            # A shared or durable store's questions outlive this process; only tools waiting on it need
-            # an answer.
-            outlive = self.store.shared or self.store.durable
-            ids_ = list(self._waiting) if outlive else [r.id for r in await self.store.pending()]
-            for request_id in ids_:
+        # A shared or durable store's questions outlive this process; only tools waiting on it need
+        # an answer.
+        outlive = self.store.shared or self.store.durable
+        ids_ = list(self._waiting) if outlive else [r.id for r in await self.store.pending()]
+        unfinished: list[str] = []
+        for request_id in ids_:
+            try:
                 await self._finish(request_id, "cancelled", {"action": CANCEL}, reason="shutdown")
-        except StoreUnavailable as error:
-            logger.warning("shutdown could not finish pending questions: %s", error)
+            except StoreUnavailable as error:
+                unfinished.append(f"{request_id}: {error}")
+                self._owe(request_id, "shutdown")  # its tool gets cancel all the same
+                self.store.wake(request_id)
+        if unfinished:
+            logger.warning("shutdown could not finish %d questions (%s)", len(unfinished), unfinished[0])
         if self._settler is not None:
             self._settler.cancel()
         if self._owed:
@@ -363,6 +368,9 @@ class Gateway:
                 continue
             if finished.result is not None:
                 return finished.result
+            if self._closing:  # woken by a shutdown that could not finish it
+                self._owe(request_id, "shutdown")
+                return {"action": CANCEL}
 
     @contextlib.contextmanager
     def tool_waiting(self, request_id: str) -> Iterator[None]:

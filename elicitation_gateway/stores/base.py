@@ -197,6 +197,10 @@ class Store(ABC):
     async def wait(self, request_id: str, seconds: float) -> Record | None:
         """The record as soon as it is finished, or as it is after ``seconds``."""
 
+    def wake(self, request_id: str) -> None:  # noqa: B027  (optional hook)
+        """End the waits on this record now (they return it as it is): for a shutdown that could not
+        finish it."""
+
     @abstractmethod
     async def subscribe(self, last_event_id: str | None = None) -> Subscription:
         """Start a subscription; the caller must :meth:`Subscription.close` it."""

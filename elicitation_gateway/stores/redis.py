@@ -774,6 +774,10 @@ class RedisStore(Store):
                 if not self._waiters:
                     self._no_waiters.set()
 
+    def wake(self, request_id: str) -> None:
+        for woken in self._waiters.get(request_id, ()):
+            woken.set()
+
     # ---------------------------------------------------------------------------------------------
     # Events
 
