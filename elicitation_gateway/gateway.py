@@ -143,6 +143,7 @@ class Gateway:
         for request_id in ids_:
             try:
                 await self._finish(request_id, "cancelled", {"action": CANCEL}, reason="shutdown")
+                self.store.tool_done(request_id)  # now, while the store is still open
             except StoreUnavailable as error:
                 unfinished.append(f"{request_id}: {error}")
                 self._owe(request_id, "shutdown")  # its tool gets cancel all the same
@@ -168,10 +169,8 @@ class Gateway:
     async def healthy(self) -> bool:
         return await self.store.healthy()
 
-    async def problem(self) -> str | None:
-        """Why this gateway cannot serve now, for ``/readyz``; None when it can."""
-        if self._closing:
-            return "the gateway is shutting down"
+    async def store_problem(self) -> str | None:
+        """Why the store cannot serve now (for ``/readyz``); None when it can."""
         return await self.store.problem()
 
     async def _still_pending(self, request_id: str) -> bool:
@@ -436,7 +435,7 @@ class Gateway:
         return finished
 
     async def reject(self, request_id: str, action: str = CANCEL) -> Record:
-        await self._owed_first()
+        await self.pending_record(request_id)  # past its expiry: expired, not rejected
         status: Status = "declined" if action == DECLINE else "cancelled"
         finished = await self._finish(request_id, status, {"action": action}, reason="rejected")
         if finished is None:

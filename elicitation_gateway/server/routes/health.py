@@ -33,7 +33,7 @@ async def readyz(request: Request) -> Response:
     says what is wrong. A store that failed to write tries a small write here, so it recovers without
     traffic."""
     gateway = _gateway(request)
-    problem = await gateway.store.problem()
+    problem = await gateway.store_problem()
     store = "ok" if problem is None else "unavailable"
     bridge = getattr(request.app.state, "bridge", None)  # bridge mode: say which side is unhealthy
     upstream = None if bridge is None else "ok" if await bridge.healthy() else "unavailable"
