@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 import httpx
+import pytest
 from mcp.client import Client
 
 from elicitation_gateway.gateway import STORE_RETRY
@@ -112,7 +113,8 @@ async def test_a_tool_that_goes_away_in_an_outage_has_its_question_withdrawn_onc
         assert (await client.post(f"/question/{request['id']}/reply", json=GREEN)).status_code == 404
 
 
-async def test_a_reply_after_the_expiry_is_refused_and_expires_the_question(make_server):
+@pytest.mark.parametrize("answer", ["reply", "reject"])
+async def test_an_answer_after_the_expiry_is_refused_and_expires_the_question(make_server, answer):
     """Whatever made its timer late (an outage when it was due, a replica gone), a question past its
     ``expires_at`` takes no answer: its tool has stopped waiting."""
     server = make_server()
@@ -122,9 +124,10 @@ async def test_a_reply_after_the_expiry_is_refused_and_expires_the_question(make
         server.run(_late(server, request_id))  # its timer will not fire
         await asyncio.sleep(0.6)
         assert await status(client, request_id) == "pending"
-        reply = await client.post(f"/question/{request_id}/reply", json=GREEN)
-        assert reply.status_code == 404
-        assert reply.json()["_tag"] == "QuestionNotFoundError"
+        body = GREEN if answer == "reply" else {}
+        response = await client.post(f"/question/{request_id}/{answer}", json=body)
+        assert response.status_code == 404
+        assert response.json()["_tag"] == "QuestionNotFoundError"
         rejected = await events.next("question.rejected")
         assert rejected.properties["requestID"] == request_id
         assert await status(client, request_id) == "expired"
