@@ -456,6 +456,7 @@ class RedisStore(Store):
         self._waits_to_remove: set[str] = set()
         self._waits_sender: asyncio.Task[None] | None = None
         self._waits_lock = asyncio.Lock()
+        self._listed = False  # this replica is in the replicas set (said once, again after a lapse)
         self._claimed: set[str] = set()  # gone replicas' waited-on ids, until the gateway finishes them
         self._alive_since: float | None = None  # refreshing without a miss since (monotonic)
         self._liveness_task: asyncio.Task[None] | None = None
@@ -592,11 +593,13 @@ class RedisStore(Store):
                 try:
                     async with self._client.pipeline(transaction=False) as pipe:
                         if adds:  # before the removals: an id in both was added, then removed
-                            pipe.sadd(self._replicas_key, self.replica_id)
+                            if not self._listed:
+                                pipe.sadd(self._replicas_key, self.replica_id)
                             pipe.sadd(self._own_waits_key, *adds)
                         if removes:
                             pipe.srem(self._own_waits_key, *removes)
                         await pipe.execute()
+                    self._listed = self._listed or bool(adds)
                 except BaseException:
                     self._waits_to_add |= adds
                     self._waits_to_remove |= removes
@@ -627,9 +630,10 @@ class RedisStore(Store):
         lived = await self._client.set(
             self._replica_prefix + self.replica_id, "1", px=max(1, round(self._liveness * 1000)), get=True
         )
-        if lived is None and self._waiting:
+        if lived is None:
             # The entry had lapsed (Redis lost it, or this replica was cut off for long): another
             # replica may have claimed this one's set meanwhile. What its tools wait for goes again.
+            self._listed = False
             self._waits_to_add |= self._waiting - self._waits_to_remove
 
     async def _claim_orphans(self) -> None:
