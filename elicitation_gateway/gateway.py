@@ -35,6 +35,11 @@ FORM_CACHE_BYTES = 32 * 1024 * 1024
 CONVERT_ON_LOOP_BYTES = 64 * 1024
 """A schema whose JSON is longer is converted in a worker thread, one at a time, so that no ask holds
 the event loop for long (a schema near the body limit takes some 100 ms to convert)."""
+STORE_RETRY = 1.0
+"""Seconds between two tries of a store that cannot be reached or written, for a tool waiting on it,
+for owed finishes, and between two looks for questions abandoned by a gone replica."""
+EXPIRY = "timed out"
+"""An owed finish that is the question's expiry (``cancel``, or the defaults), not a withdrawal."""
 
 
 class NotFound(LookupError):
@@ -109,6 +114,11 @@ class Gateway:
         self._closing = False
         self._waiting: set[str] = set()  # questions whose tool waits on this process (``POST /elicit``)
         self._watcher: asyncio.Task[None] | None = None
+        # Finishes the store could not take when they were due (it was unreachable): id -> the reason
+        # (EXPIRY, or why it is withdrawn). Retried in the background, and before anything else.
+        self._owed: dict[str, str] = {}
+        self._settler: asyncio.Task[None] | None = None
+        self._orphan_watch: asyncio.Task[None] | None = None
         self.notifier: Notifier | None = None
         self.default_session_id = settings.session_id
         """``sessionID`` of questions whose tool names none; the OpenCode bridge sets a real session's."""
@@ -119,7 +129,9 @@ class Gateway:
             self.notifier = Notifier(self.settings, self.metrics, self._still_pending)
             self.notifier.start()
         if self.store.shared:
-            self._watcher = asyncio.get_running_loop().create_task(self._watch_shared_questions())
+            loop = asyncio.get_running_loop()
+            self._watcher = loop.create_task(self._watch_shared_questions())
+            self._orphan_watch = loop.create_task(self._watch_abandoned())
             return
         # A durable store finds what the last process left: questions whose tool waited on a blocking
         # request to it have nobody to collect their answer (withdrawn); the others resume their timers
@@ -135,17 +147,31 @@ class Gateway:
         if self._closing:
             return
         self._closing = True
-        if self._watcher is not None:
-            self._watcher.cancel()
-        try:
-            # A shared or durable store's questions outlive this process; only tools waiting on it need
-            # an answer.
-            outlive = self.store.shared or self.store.durable
-            ids_ = list(self._waiting) if outlive else [r.id for r in await self.store.pending()]
-            for request_id in ids_:
+        for task in (self._watcher, self._orphan_watch):
+            if task is not None:
+                task.cancel()
+        # A shared or durable store's questions outlive this process; only tools waiting on it need
+        # an answer.
+        outlive = self.store.shared or self.store.durable
+        ids_ = list(self._waiting) if outlive else [r.id for r in await self.store.pending()]
+        unfinished: list[str] = []
+        for request_id in ids_:
+            try:
                 await self._finish(request_id, "cancelled", {"action": CANCEL}, reason="shutdown")
-        except StoreUnavailable as error:
-            logger.warning("shutdown could not finish pending questions: %s", error)
+                self.store.tool_done(request_id)  # now, while the store is still open
+            except StoreUnavailable as error:
+                unfinished.append(f"{request_id}: {error}")
+                self._owe(request_id, "shutdown")  # its tool gets cancel all the same
+                self.store.wake(request_id)
+        if unfinished:
+            logger.warning("shutdown could not finish %d questions (%s)", len(unfinished), unfinished[0])
+        if self._settler is not None:
+            self._settler.cancel()
+        if self._owed:
+            try:
+                await self._settle_owed_now()
+            except StoreUnavailable as error:
+                logger.warning("%d questions stay pending, their finish owed: %s", len(self._owed), error)
         if self.notifier is not None:
             await self.notifier.stop(flush=outlive)
         await self.store.close()
@@ -157,6 +183,10 @@ class Gateway:
 
     async def healthy(self) -> bool:
         return await self.store.healthy()
+
+    async def store_problem(self) -> str | None:
+        """Why the store cannot serve now (for ``/readyz``); None when it can."""
+        return await self.store.problem()
 
     async def _still_pending(self, request_id: str) -> bool:
         try:
@@ -180,7 +210,9 @@ class Gateway:
 
         Raises :class:`StoreUnavailable` (the client retries) or :class:`TooManySubscribers`.
         """
-        if not await self.store.healthy():
+        # A shared store's events come from it; a local store's streams work while its file cannot be
+        # written (answers then get 503, but people still see what is asked).
+        if self.store.shared and not await self.store.healthy():
             raise StoreUnavailable("the question store is unreachable; reconnect shortly")
         limit = self.settings.max_subscribers
         if self.subscribers >= limit:
@@ -296,15 +328,61 @@ class Gateway:
             record = await self.store.wait(request_id, min(wait, self.settings.max_timeout)) or record
         return record
 
+    async def final_result(self, record: Record) -> dict[str, Any]:
+        """The result of a question whose tool waits on this process (``POST /elicit``, the ``/mcp``
+        ``question`` tool), as the MCP ``ElicitResult`` on the wire: the one wait of such a tool.
+
+        While the store cannot be reached (or written) the tool keeps waiting, trying again every
+        second, until the question's own expiry; then it gets what expiry gives (``cancel``, or the
+        defaults) and the expiry is owed to the store. Cancelling this wait (the tool went away)
+        withdraws the question, or, if the store cannot be reached, owes the withdrawal. Owed
+        finishes are retried in the background and go before anything else once the store answers,
+        and a reply after ``expires_at`` is refused: no answer arrives that nobody collects.
+        """
+        with self.tool_waiting(record.id):
+            try:
+                return await self._wait_for_result(record)
+            except asyncio.CancelledError:
+                # No await here: the cancelled caller could be cancelled again at the next one.
+                self._owe(record.id, "withdrawn")
+                raise
+
+    async def _wait_for_result(self, record: Record) -> dict[str, Any]:
+        request_id = record.id
+        while True:
+            try:
+                finished = await self.result(request_id, wait=self.settings.max_timeout)
+            except NotFound:  # forgotten after its retention period: nothing came back in time
+                return {"action": CANCEL}
+            except StoreUnavailable:
+                if self._closing:  # shutdown could not finish it either
+                    self._owe(request_id, "shutdown")
+                    return {"action": CANCEL}
+                left = record.expires_at - time.time()
+                if left <= 0:
+                    self._owe(request_id, EXPIRY)
+                    return _expiry_result(record)
+                await asyncio.sleep(min(STORE_RETRY, left))
+                continue
+            if finished.result is not None:
+                return finished.result
+            if self._closing:  # woken by a shutdown that could not finish it
+                self._owe(request_id, "shutdown")
+                return {"action": CANCEL}
+
     @contextlib.contextmanager
     def tool_waiting(self, request_id: str) -> Iterator[None]:
-        """A tool waits on this process for the answer: shutdown gives it ``cancel``."""
+        """A tool waits on this process for the answer: shutdown gives it ``cancel``. The store hears
+        when it stops, unless the question's finish is still owed (after a crash, the store must
+        still name it abandoned)."""
         self._waiting.add(request_id)
         self.store.tool_waits(request_id)
         try:
             yield
         finally:
             self._waiting.discard(request_id)
+            if request_id not in self._owed:
+                self.store.tool_done(request_id)
 
     async def withdraw(self, request_id: str) -> Record:
         """The tool no longer wants an answer: ``cancelled``, and answerers see ``question.rejected``."""
@@ -321,6 +399,7 @@ class Gateway:
 
     async def pending_json(self, directory: str | None = None) -> bytes:
         """``GET /question``'s body: each request's JSON was encoded once, when it was asked."""
+        await self._owed_first()
         directory = normalize_directory(directory)
         return to_utf8(
             "["
@@ -333,8 +412,14 @@ class Gateway:
         )
 
     async def pending_record(self, request_id: str) -> Record:
+        """The pending record; one past its expiry is expired now (its timer may be late, or the store
+        was unreachable when it was due) and not found: its tool has stopped waiting."""
+        await self._owed_first()
         record = await self.store.get(request_id)
         if record is None or not record.pending:
+            raise NotFound(request_id)
+        if record.expires_at <= time.time():
+            await self._expire_now(request_id)
             raise NotFound(request_id)
         return record
 
@@ -349,6 +434,7 @@ class Gateway:
         return finished
 
     async def reject(self, request_id: str, action: str = CANCEL) -> Record:
+        await self.pending_record(request_id)  # past its expiry: expired, not rejected
         status: Status = "declined" if action == DECLINE else "cancelled"
         finished = await self._finish(request_id, status, {"action": action}, reason="rejected")
         if finished is None:
@@ -399,24 +485,70 @@ class Gateway:
 
     async def _expire(self, request_id: str) -> None:
         try:
-            record = await self.store.get(request_id)
-            if record is not None and record.pending and record.on_timeout == "default":
-                # Checked when asked: every required field has a default. The person's empty reply,
-                # given on their behalf, so answerers see question.replied like any other answer.
-                answers: list[list[str]] = [[] for _ in record.form.fields]
-                result = {"action": ACCEPT, "content": answers_to_content(record.form, answers)}
-                await self._finish(
-                    request_id,
-                    "answered",
-                    result,
-                    answers=answers,
-                    reason="timed out, defaults",
-                    defaulted=True,
-                )
-                return
-            await self._finish(request_id, "expired", {"action": CANCEL}, reason="timed out")
-        except StoreUnavailable as error:  # a shared store's replicas expire it once it is back
-            logger.warning("elicitation %s could not expire now: %s", request_id, error)
+            await self._expire_now(request_id)
+        except StoreUnavailable as error:  # owed: once the store is back (the store logs its fault once)
+            logger.debug("elicitation %s could not expire now: %s", request_id, error)
+            self._owe(request_id, EXPIRY)
+
+    async def _expire_now(self, request_id: str) -> None:
+        record = await self.store.get(request_id)
+        if record is not None and record.pending and record.on_timeout == "default":
+            # Checked when asked: every required field has a default. The person's empty reply,
+            # given on their behalf, so answerers see question.replied like any other answer.
+            answers: list[list[str]] = [[] for _ in record.form.fields]
+            result = {"action": ACCEPT, "content": answers_to_content(record.form, answers)}
+            await self._finish(
+                request_id,
+                "answered",
+                result,
+                answers=answers,
+                reason="timed out, defaults",
+                defaulted=True,
+            )
+            return
+        await self._finish(request_id, "expired", {"action": CANCEL}, reason="timed out")
+
+    # ---------------------------------------------------------------------------------------------
+    # Finishes owed while the store could not take them
+
+    def _owe(self, request_id: str, reason: str) -> None:
+        self._owed.setdefault(request_id, reason)
+        if self._settler is None or self._settler.done():
+            self._settler = asyncio.get_running_loop().create_task(self._settle_owed())
+
+    async def _settle_owed(self) -> None:
+        """Until every owed finish is made: tried at once, then every second while the store cannot."""
+        while self._owed and not self._closing:
+            try:
+                await self._settle_owed_now()
+            except StoreUnavailable:
+                await asyncio.sleep(STORE_RETRY)
+
+    async def _settle_owed_now(self) -> None:
+        """Make every owed finish, oldest first; raises :class:`StoreUnavailable` at the first the store
+        cannot take yet."""
+        for request_id, reason in list(self._owed.items()):
+            if reason == EXPIRY:
+                await self._expire_now(request_id)
+            else:
+                await self._finish(request_id, "cancelled", {"action": CANCEL}, reason=reason)
+            if self._owed.pop(request_id, None) is not None and request_id not in self._waiting:
+                self.store.tool_done(request_id)
+
+    async def _owed_first(self) -> None:
+        """Owed finishes go before anything else once the store answers again (so that no person
+        answers a question whose tool has stopped waiting); free while nothing is owed."""
+        if self._owed:
+            with contextlib.suppress(StoreUnavailable):
+                await self._settle_owed_now()
+
+    async def _watch_abandoned(self) -> None:
+        """With a shared store: the questions whose tool waited on a replica found gone are withdrawn."""
+        while not self._closing:
+            with contextlib.suppress(StoreUnavailable):
+                for request_id in await self.store.abandoned():
+                    self._owe(request_id, "its tool's replica is gone")
+            await asyncio.sleep(STORE_RETRY)
 
     async def _watch_shared_questions(self) -> None:
         """With a shared store, every replica keeps a timer for every pending question, so a timeout
@@ -472,6 +604,17 @@ def _big(schema: Any) -> bool:
         if budget < 0:
             return True
     return False
+
+
+def _expiry_result(record: Record) -> dict[str, Any]:
+    """What a tool gets when its question expires: ``cancel``, or with ``onTimeout=default`` the
+    schema's defaults (checked when asked)."""
+    if record.on_timeout == "default":
+        return {
+            "action": ACCEPT,
+            "content": answers_to_content(record.form, [[] for _ in record.form.fields]),
+        }
+    return {"action": CANCEL}
 
 
 def _check_defaults(form: Form) -> None:

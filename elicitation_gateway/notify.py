@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from elicitation_gateway.encoding import to_utf8
 from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores.base import Record
@@ -45,9 +46,9 @@ def _shorten(text: str, length: int) -> str:
 
 
 def _valid_text(text: str) -> str:
-    """``text`` as valid UTF-8 (a lone surrogate becomes ``?``), whatever a store holds: a plugin
+    """``text`` as valid UTF-8 (a lone surrogate becomes U+FFFD), whatever a store holds: a plugin
     would otherwise fail to encode it on every attempt."""
-    return text.encode("utf-8", "replace").decode("utf-8")
+    return to_utf8(text).decode("utf-8")
 
 
 def compose(record: Record, public_url: str | None, *, reminder: bool = False) -> tuple[str, str]:

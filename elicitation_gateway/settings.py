@@ -40,6 +40,12 @@ class Settings(BaseSettings):
     max_body_size: int = Field(1_048_576, ge=1024, description="Largest request body, in bytes.")
     send_timeout: float = Field(30, gt=0, description="Seconds a stalled SSE client may block one send.")
     shutdown_grace: float = Field(5, ge=0, description="Seconds to finish pending questions on shutdown.")
+    replica_liveness: float = Field(
+        10,
+        gt=0,
+        description="With Redis: seconds a replica's liveness entry lasts unless refreshed (every third of "
+        "it). Once a replica's entry lapses, another withdraws the questions whose tool waited on it.",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
     log_format: Literal["text", "json"] = Field("text", description="`text`, or `json` (one object a line).")
 

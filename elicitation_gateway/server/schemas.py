@@ -196,13 +196,19 @@ class GlobalHealth(Body):
 
 
 class Healthz(Body):
-    """For orchestrators: serving only with its store reachable and not shutting down."""
+    """For orchestrators (`/readyz`, `/healthz`): serving only with its store reachable and writable,
+    and not shutting down."""
 
     status: Literal["ok", "unavailable"]
     store: Literal["ok", "unavailable"]
     upstream: Literal["ok", "unavailable"] | None = Field(
         None,
         description="The bridged OpenCode server's health; only in bridge mode (`GATEWAY_OPENCODE_URL`).",
+    )
+    reason: str | None = Field(
+        None,
+        description="Why it is not serving, for an operator (the store unreachable, its file deleted, its "
+        "disk full; shutting down; the upstream unreachable); absent while serving.",
     )
     version: str
 

@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 Role = Literal["tool", "answerer", "public"]
 
-PUBLIC_PATHS = frozenset({"/global/health", "/healthz", "/livez", "/metrics", "/doc"})
+PUBLIC_PATHS = frozenset({"/global/health", "/healthz", "/livez", "/metrics", "/doc", "/readyz"})
 BASIC_REALM = 'Basic realm="Secure Area"'
 
 

@@ -14,7 +14,6 @@ from starlette.routing import Route
 from elicitation_gateway.conversion.schema import SchemaError
 from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.gateway import (
-    CANCEL,
     AlreadyFinished,
     Gateway,
     LimitExceeded,
@@ -68,11 +67,11 @@ async def elicit(request: Request) -> Response:
             return jsonrpc_error(rpc_id, error.jsonrpc_code, error.message)
         return error.response()
 
-    with gateway.tool_waiting(record.id):
-        result = await _until_disconnect(request, _final_result(gateway, record.id))
-    if result is None:  # the tool went away: nobody is left to answer
-        await _withdraw_quietly(gateway, record.id)
+    # Waits through a store outage; the tool going away (the wait cancelled) withdraws the question.
+    final = await _until_disconnect(request, gateway.final_result(record))
+    if final is None:  # the tool went away: nobody is left to answer
         return Response(status_code=499)
+    result = ElicitResult.model_validate(final)
     if is_rpc:
         return json_response(JSONRPCElicitResponse(jsonrpc="2.0", id=rpc_id, result=result))
     return json_response(result)
@@ -163,16 +162,6 @@ def _form_params(params: Any) -> tuple[str, dict[str, Any]]:
         raise ToolError(400, error.code, error.message) from None
 
 
-async def _final_result(gateway: Gateway, request_id: str) -> ElicitResult:
-    while True:
-        try:
-            record = await gateway.result(request_id, wait=gateway.settings.max_timeout)
-        except NotFound:  # forgotten after its retention period: nothing came back in time
-            return ElicitResult(action=CANCEL)
-        if record.result is not None:
-            return ElicitResult.model_validate(record.result)
-
-
 async def _until_disconnect(request: Request, work: Awaitable[T]) -> T | None:
     """Run ``work`` unless the client disconnects first (then None)."""
 
@@ -191,11 +180,6 @@ async def _until_disconnect(request: Request, work: Awaitable[T]) -> T | None:
     if task.done() and not task.cancelled():
         return task.result()
     return None
-
-
-async def _withdraw_quietly(gateway: Gateway, request_id: str) -> None:
-    with contextlib.suppress(NotFound, AlreadyFinished):
-        await gateway.withdraw(request_id)
 
 
 def _status_body(record: Record) -> ElicitationStatus:
