@@ -68,7 +68,9 @@ class Settings(BaseSettings):
         description="Origins allowed besides localhost, 127.0.0.1 and the same host (comma-separated).",
     )
     allow_sensitive: bool = Field(
-        False, description="Allow form questions that look like passwords, API keys, tokens or card numbers."
+        False,
+        description="Ask free-text questions that plainly name a password, API key, secret, private key, "
+        "access token or card details (with a warning beside them) instead of refusing them.",
     )
 
     # Limits

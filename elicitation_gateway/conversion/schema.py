@@ -126,6 +126,8 @@ def _convert(
         raise SchemaError(f"{where} must be a JSON object, not {_json_type(schema)}")
     if _is_legacy(schema):
         field = _parse_property("value", schema, required=True, where=where)
+        if field.kind in ("string", "text"):
+            field = _judged(field, schema, allow_sensitive, where)
         title = schema.get("title") if isinstance(schema.get("title"), str) else None
         header = shorten(title or message or "Question", header_length)
         question = _question(field, message or title or "Choose", header)
@@ -168,7 +170,7 @@ def _convert(
     for key, prop in properties.items():
         field = _parse_property(key, prop, required=key in required, where=f"{where}.properties.{key}")
         if field.kind in ("string", "text"):
-            field = _judged(field, _unwrap_optional(prop), allow_sensitive)
+            field = _judged(field, _unwrap_optional(prop), allow_sensitive, f"{where}.properties.{key}")
         title = _text(prop, "title")
         header = shorten(title or key, header_length)
         text = _text(prop, "description") or title or key
@@ -321,11 +323,11 @@ _BOUNDS = (
 )
 
 
-def _judged(field: Field, prop: dict, allow_sensitive: bool) -> Field:
+def _judged(field: Field, prop: dict, allow_sensitive: bool, where: str) -> Field:
     judgement = sensitive.judge(field.key, prop)
     if judgement.refusal is not None and not allow_sensitive:
         raise SchemaError(
-            f"requestedSchema.properties.{field.key} looks like it asks for {judgement.refusal}; MCP "
+            f"{where} looks like it asks for {judgement.refusal}; MCP "
             "forbids asking for secrets in form mode (GATEWAY_ALLOW_SENSITIVE=true allows it)",
             code="sensitive_question",
         )

@@ -180,3 +180,79 @@ async def test_harmless_words_are_not_mistaken_for_secrets(client):
     assert created.status_code == 201, created.text
     fields = (await client.get(f"/question/{created.json()['id']}/form")).json()["fields"]
     assert [field.get("warning") for field in fields] == [None] * len(properties)
+
+
+def big_choices(questions: int, options: int, seed: str) -> dict:
+    return {
+        "type": "object",
+        "properties": {
+            f"q{i}": {
+                "type": "string",
+                "enum": [f"{seed} option {i}-{j} with a longer label" for j in range(options)],
+            }
+            for i in range(questions)
+        },
+    }
+
+
+async def test_pending_questions_are_bounded_by_the_bytes_they_hold(make_server):
+    """Within the count limits, a few big questions fill the byte budget: the next is a 429 that names
+    the setting, nothing is asked, and answering one makes room again."""
+    server = make_server(max_pending_bytes_per_session=2 * 1024 * 1024)
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+        created = []
+        for number in range(50):
+            response = await client.post("/elicitations", json=form(big_choices(10, 50, str(number))))
+            if response.status_code != 201:
+                break
+            created.append(response.json()["id"])
+        assert 2 <= len(created) < 50
+        assert response.status_code == 429, response.text
+        assert response.json()["error"] == "too_many_pending"
+        assert "GATEWAY_MAX_PENDING_BYTES_PER_SESSION" in response.json()["message"]
+        await assert_nothing_pending(client, len(created))
+        assert server.gateway.pending_bytes.total <= 2 * 1024 * 1024
+
+        assert (await client.post(f"/question/{created[0]}/reject")).status_code == 200
+        again = await client.post("/elicitations", json=form(big_choices(10, 50, "again")))
+        assert again.status_code == 201, again.text
+        other = await client.post(
+            "/elicitations", json=form(big_choices(10, 50, "other")), params={"sessionID": "ses_other"}
+        )
+        assert other.status_code == 201, other.text  # another session has its own budget
+
+
+async def test_the_gateways_byte_budget_holds_across_sessions(make_server):
+    server = make_server(max_pending_bytes=2 * 1024 * 1024)
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+        statuses = []
+        for number in range(30):
+            response = await client.post(
+                "/elicitations",
+                json=form(big_choices(10, 50, str(number))),
+                params={"sessionID": f"ses_{number}"},
+            )
+            statuses.append(response.status_code)
+        assert statuses[0] == 201
+        assert statuses[-1] == 429
+        assert "GATEWAY_MAX_PENDING_BYTES" in response.json()["message"]
+        assert server.gateway.pending_bytes.total <= 2 * 1024 * 1024
+
+
+async def test_a_question_larger_than_a_session_may_hold_is_413(make_server):
+    server = make_server(max_pending_bytes_per_session=1024 * 1024)
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+        refused = await client.post("/elicitations", json=form(big_choices(30, 200, "x")))
+        assert refused.status_code == 413, refused.text
+        assert refused.json()["error"] == "question_too_large"
+        assert "GATEWAY_MAX_PENDING_BYTES_PER_SESSION" in refused.json()["message"]
+        await assert_nothing_pending(client)
+        assert server.gateway.pending_bytes.total == 0
+
+
+async def test_finished_questions_give_their_bytes_back(client, server):
+    for number in range(3):
+        created = (await client.post("/elicitations", json=form(big_choices(5, 20, str(number))))).json()
+        assert server.gateway.pending_bytes.total > 0
+        assert (await client.post(f"/question/{created['id']}/reject")).status_code == 200
+    assert server.gateway.pending_bytes.total == 0

@@ -711,3 +711,13 @@ def test_captured_mcp_1x_optional_email_is_plain_string() -> None:
     assert email.has_default is False
     assert form.questions[-1].question == "Contact email"
     assert form.questions[-1].header == "Email"
+
+
+def test_a_top_level_free_text_schema_is_judged_too() -> None:
+    error = schema_error(
+        {"type": "array", "title": "Password", "format": "password", "items": {"type": "string"}}
+    )
+    assert error.code == "sensitive_question"
+    warned = build_form({"type": "array", "title": "Token", "items": {"type": "string"}}, "Paste it")
+    assert warned.fields[0].warning is not None
+    assert "may ask for a token" in warned.questions[0].question
