@@ -314,11 +314,18 @@ class Gateway:
 
     async def _form(self, schema: Any, message: str) -> Form:
         """The form for ``schema`` (:class:`.FormCache`); a big one is converted in a worker thread,
-        one at a time, so that the loop goes on serving everyone else meanwhile."""
+        one at a time, and its questions encoded there too, so that the loop goes on serving everyone
+        else meanwhile."""
         if not _big(schema):
             return self.forms.form(schema, message)
         async with self._converting:
-            return await asyncio.to_thread(self.forms.form, schema, message)
+            return await asyncio.to_thread(self._encoded_form, schema, message)
+
+    def _encoded_form(self, schema: Any, message: str) -> Form:
+        form = self.forms.form(schema, message)
+        for question in form.questions:  # encoded once, here: its request's JSON is spliced of them
+            question.shared()
+        return form
 
     async def result(self, request_id: str, wait: float | None = None) -> Record:
         record = await self.store.get(request_id)
@@ -397,19 +404,19 @@ class Gateway:
     # ---------------------------------------------------------------------------------------------
     # Answerer side
 
-    async def pending_json(self, directory: str | None = None) -> bytes:
-        """``GET /question``'s body: each request's JSON was encoded once, when it was asked."""
+    async def pending_listing(self, directory: str | None = None) -> list[str]:
+        """``GET /question``'s items: each request's JSON, encoded once, when it was asked."""
         await self._owed_first()
         directory = normalize_directory(directory)
-        return to_utf8(
-            "["
-            + ",".join(
-                record.request.wire_json
-                for record in await self.store.pending()
-                if directory is None or record.directory is None or record.directory == directory
-            )
-            + "]"
-        )
+        return [
+            record.request.wire_json
+            for record in await self.store.pending()
+            if directory is None or record.directory is None or record.directory == directory
+        ]
+
+    async def pending_json(self, directory: str | None = None) -> bytes:
+        """``GET /question``'s body, whole."""
+        return to_utf8("[" + ",".join(await self.pending_listing(directory)) + "]")
 
     async def pending_record(self, request_id: str) -> Record:
         """The pending record; one past its expiry is expired now (its timer may be late, or the store

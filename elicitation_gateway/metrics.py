@@ -49,6 +49,11 @@ class Metrics:
         self.pending = Gauge(
             "gateway_pending_questions", "Elicitations waiting for an answer.", registry=self.registry
         )
+        self.pending_bytes = Gauge(
+            "gateway_pending_bytes",
+            "Bytes of memory the pending questions hold, as charged to GATEWAY_MAX_PENDING_BYTES.",
+            registry=self.registry,
+        )
         self.asked = Counter("gateway_elicitations_asked", "Elicitations asked.", registry=self.registry)
         self.finished = Counter(
             "gateway_elicitations_finished",

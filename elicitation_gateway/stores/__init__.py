@@ -12,11 +12,11 @@ def make_store(settings: Settings) -> Store:
         "subscriber_queue": settings.subscriber_queue,
     }
     if settings.store == "memory":
-        return MemoryStore(**options)
+        return MemoryStore(history_bytes=settings.history_bytes, **options)
     if settings.store.startswith("sqlite:"):
         from elicitation_gateway.stores.sqlite import SqliteStore
 
-        return SqliteStore.from_url(settings.store, **options)
+        return SqliteStore.from_url(settings.store, history_bytes=settings.history_bytes, **options)
     from elicitation_gateway.stores.redis import RedisStore  # imported here: the others need no Redis client
 
     return RedisStore(settings.store, replica_liveness=settings.replica_liveness, **options)

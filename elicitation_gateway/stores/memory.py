@@ -16,8 +16,16 @@ from elicitation_gateway.stores.fanout import LocalSubscription, Subscribers
 
 
 class MemoryStore(Store):
-    def __init__(self, *, history_size: int = 1000, result_ttl: float = 600, subscriber_queue: int = 1000):
+    def __init__(
+        self,
+        *,
+        history_size: int = 1000,
+        result_ttl: float = 600,
+        subscriber_queue: int = 1000,
+        history_bytes: int = 64 * 1024 * 1024,
+    ):
         self._history_size = history_size
+        self._history_bytes = history_bytes
         self._result_ttl = result_ttl
         self._subscriber_queue = subscriber_queue
         self._pending: dict[str, Record] = {}  # insertion order is creation order
@@ -28,6 +36,7 @@ class MemoryStore(Store):
         self._forget_at = Deadlines(self._forget)  # finished records, kept for ``result_ttl``
         self._history: deque[events.Event] = deque()
         self._history_seq: dict[str, int] = {}
+        self._history_held = 0  # bytes the history's events hold (their JSON and frames)
         self._seq = 0
         self._subscribers = Subscribers()
 
@@ -102,11 +111,29 @@ class MemoryStore(Store):
 
     def _publish(self, event: events.Event) -> None:
         self._seq += 1
-        self._history.append(event)
-        self._history_seq[event.id] = self._seq
-        if len(self._history) > self._history_size:
-            self._history_seq.pop(self._history.popleft().id, None)
+        self._remember(event, self._seq)
         self._subscribers.publish(event)
+
+    def _remember(self, event: events.Event, seq: int) -> None:
+        """Keep ``event`` for replay; the oldest go once there are more than ``history_size`` or they
+        hold more than ``history_bytes`` (a client asking for them gets the pending questions again)."""
+        self._history.append(event)
+        self._history_seq[event.id] = seq
+        self._history_held += _held(event)
+        while self._history and (
+            len(self._history) > self._history_size or self._history_held > self._history_bytes
+        ):
+            dropped = self._history.popleft()
+            self._history_seq.pop(dropped.id, None)
+            self._history_held -= _held(dropped)
 
     def _forget(self, request_id: str) -> None:
         self._finished.pop(request_id, None)
+
+
+EVENT_OVERHEAD = 400
+
+
+def _held(event: events.Event) -> int:
+    """About what a kept event holds: its JSON, and the frames of it that streams may make (two)."""
+    return EVENT_OVERHEAD + 3 * len(event.properties_json())

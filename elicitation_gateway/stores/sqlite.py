@@ -123,9 +123,15 @@ class SqliteStore(MemoryStore):
         history_size: int = 1000,
         result_ttl: float = 600,
         subscriber_queue: int = 1000,
+        history_bytes: int = 64 * 1024 * 1024,
         synchronous: str = "normal",
     ) -> None:
-        super().__init__(history_size=history_size, result_ttl=result_ttl, subscriber_queue=subscriber_queue)
+        super().__init__(
+            history_size=history_size,
+            result_ttl=result_ttl,
+            subscriber_queue=subscriber_queue,
+            history_bytes=history_bytes,
+        )
         self.path = Path(path)
         self._synchronous = synchronous
         self._db: sqlite3.Connection | None = None
@@ -247,8 +253,7 @@ class SqliteStore(MemoryStore):
             event = events.Event(
                 kind, None, directory=directory, replayable=True, id=event_id, properties_json=properties
             )
-            self._history.append(event)
-            self._history_seq[event_id] = seq
+            self._remember(event, seq)
             last_id = max(last_id, event_id)
         self._seq = db.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]
         if last_id:

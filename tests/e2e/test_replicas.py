@@ -6,12 +6,8 @@ one replica, watch and answer on others, kill and restart replicas, and stop Red
 """
 
 import asyncio
-import os
 import re
 import signal
-import subprocess
-import sys
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,80 +17,23 @@ import pytest
 import yaml
 
 from tests.helpers import COLOR_SCHEMA, ask, form, read_events
+from tests.processes import GatewayProcess
 
 pytest_plugins = ["tests.redis_server"]
 
 ROOT = Path(__file__).resolve().parents[2]
 GREEN = {"answers": [["green"], ["3"]]}
 RED = {"answers": [["red"], ["1"]]}
-LISTENING = re.compile(rb"listening on (http://\S+)")
 
 
-class Replica:
-    """One gateway process; ``start()`` again after a kill gives a new process on a new port."""
+class Replica(GatewayProcess):
+    """One gateway process on ``store``."""
 
     def __init__(self, name: str, store: str, directory: Path, env: dict[str, str] | None = None) -> None:
-        self.name = name
+        super().__init__(
+            name, directory, ["--store", store], {"GATEWAY_DIRECTORY": "/srv/replicas", **(env or {})}
+        )
         self.store = store
-        self.directory = directory
-        self.env = env or {}
-        self.process: subprocess.Popen[bytes] | None = None
-        self.url = ""
-        self._starts = 0
-
-    def launch(self) -> None:
-        from tests.redis_server import die_with_parent  # the plugin, loaded by then
-
-        self._starts += 1
-        self.output = self.directory / f"{self.name}-{self._starts}.log"
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "OPENCODE_"))}
-        env.update({"GATEWAY_SHUTDOWN_GRACE": "3", "GATEWAY_DIRECTORY": "/srv/replicas", **self.env})
-        with self.output.open("wb") as output:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "elicitation_gateway", "--port", "0", "--store", self.store],
-                cwd=ROOT,
-                env=env,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                preexec_fn=die_with_parent,
-            )
-
-    def wait_until_listening(self) -> "Replica":
-        assert self.process is not None
-        deadline = time.monotonic() + 30
-        while not (found := LISTENING.search(self.output.read_bytes())):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"replica {self.name} did not start:\n{self.log()}")
-            time.sleep(0.05)
-        self.url = found.group(1).decode()
-        return self
-
-    def start(self) -> "Replica":
-        self.launch()
-        return self.wait_until_listening()
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def kill(self) -> None:
-        """Gone without a word, as a crashed or evicted process is."""
-        if self.running:
-            assert self.process is not None
-            self.process.kill()
-            self.process.wait(10)
-
-    def terminate(self) -> int:
-        """SIGTERM, as a rolling update stops a replica; returns the exit code."""
-        assert self.process is not None
-        self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(15)
-
-    def log(self) -> str:
-        return self.output.read_text(errors="replace")[-3000:]
-
-    def client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(base_url=self.url, timeout=10)
 
 
 def start_replicas(

@@ -256,3 +256,19 @@ async def test_finished_questions_give_their_bytes_back(client, server):
         assert server.gateway.pending_bytes.total > 0
         assert (await client.post(f"/question/{created['id']}/reject")).status_code == 200
     assert server.gateway.pending_bytes.total == 0
+
+
+async def test_a_long_listing_is_written_in_chunks(client):
+    """Pending questions may hold many megabytes: the listing goes out in pieces, each encoded as it is
+    written, and is the same JSON as a short one."""
+    asked = []
+    for number in range(6):
+        created = await client.post("/elicitations", json=form(big_choices(10, 100, str(number))))
+        asked.append(created.json()["id"])
+    async with client.stream("GET", "/question") as response:
+        assert "content-length" not in response.headers
+        pieces = [piece async for piece in response.aiter_raw()]
+    assert len(b"".join(pieces)) > 256 * 1024
+    listed = (await client.get("/question")).json()
+    assert [request["id"] for request in listed] == asked
+    assert len(listed[0]["questions"]) == 10

@@ -306,10 +306,10 @@ async def _unauthorized(make: Make) -> list[httpx.Response]:
 async def _internal(make: Make) -> list[httpx.Response]:
     server = make()
 
-    async def broken(directory: str | None = None) -> bytes:
+    async def broken(directory: str | None = None) -> list[str]:
         raise RuntimeError("a failure the gateway did not expect")
 
-    server.gateway.pending_json = broken  # type: ignore[method-assign]
+    server.gateway.pending_listing = broken  # type: ignore[method-assign]
     async with client_of(server) as client:
         return [await client.get("/question")]
 

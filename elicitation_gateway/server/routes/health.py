@@ -50,6 +50,7 @@ async def readyz(request: Request) -> Response:
 async def metrics(request: Request) -> Response:
     gateway = _gateway(request)
     gateway.metrics.pending.set(await gateway.count_pending())
+    gateway.metrics.pending_bytes.set(gateway.pending_bytes.total)
     return Response(gateway.metrics.exposition(), media_type=CONTENT_TYPE)
 
 

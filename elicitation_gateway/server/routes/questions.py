@@ -1,12 +1,14 @@
 """The answerer side, in OpenCode's shapes: list, reply, reject."""
 
+from collections.abc import AsyncIterator
+
 from pydantic import ValidationError
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from elicitation_gateway.conversion.answers import AnswerError
-from elicitation_gateway.encoding import JsonResponse
+from elicitation_gateway.encoding import JsonResponse, to_utf8
 from elicitation_gateway.gateway import CANCEL, Gateway, NotFound
 from elicitation_gateway.server.errors import PayloadError, bad_request, question_not_found
 from elicitation_gateway.server.routes.parsing import (
@@ -26,8 +28,28 @@ def _gateway(request: Request) -> Gateway:
 
 
 async def list_questions(request: Request) -> Response:
-    body = await _gateway(request).pending_json(directory_of(request))
-    return Response(body, media_type="application/json")
+    """Written whole when small; a long listing (pending questions may hold many megabytes) in chunks,
+    each encoded between two writes, so that it never holds the loop or doubles in memory at once."""
+    items = await _gateway(request).pending_listing(directory_of(request))
+    if sum(len(item) for item in items) <= LISTING_CHUNK:
+        return Response(to_utf8("[" + ",".join(items) + "]"), media_type="application/json")
+    return StreamingResponse(_listing_chunks(items), media_type="application/json")
+
+
+LISTING_CHUNK = 256 * 1024
+
+
+async def _listing_chunks(items: list[str]) -> AsyncIterator[bytes]:
+    chunk: list[str] = ["["]
+    size = 0
+    for index, item in enumerate(items):
+        chunk.append(("," if index else "") + item)
+        size += len(item)
+        if size >= LISTING_CHUNK:
+            yield to_utf8("".join(chunk))
+            chunk, size = [], 0
+    chunk.append("]")
+    yield to_utf8("".join(chunk))
 
 
 async def reply(request: Request) -> Response:
