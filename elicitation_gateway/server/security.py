@@ -168,6 +168,7 @@ def origin_of(url: str | None) -> str | None:
 LOCAL_ORIGINS = r"https?://(localhost|127\.0\.0\.1|\[::1\])(:[0-9]+)?"
 VARY_ORIGIN = (b"vary", b"Origin")
 SHOWN = 200
+HOSTS_REMEMBERED = 256
 """Characters of a refused ``Host`` or ``Origin`` a refusal repeats."""
 
 
@@ -187,6 +188,7 @@ class AccessControl:
         public_host = urlsplit(settings.public_url).hostname if settings.public_url else None
         self.hosts = AllowedHosts([*settings.allowed_hosts, *([public_host] if public_host else [])])
         self.own_origin = origin_of(settings.public_url)
+        self._served: dict[str, bool] = {}
         wildcard = "*" in settings.cors_origins
         self.cors = CORSMiddleware(
             self._checked,
@@ -225,8 +227,14 @@ class AccessControl:
         await self._checked(scope, receive, varying)
 
     def _serves(self, host: str) -> bool:
-        name = host_name(host)
-        return name is not None and name in self.hosts
+        """Remembered per ``Host`` value: nearly every request names one of a few."""
+        served = self._served.get(host)
+        if served is None:
+            if len(self._served) >= HOSTS_REMEMBERED:
+                self._served.clear()
+            name = host_name(host)
+            served = self._served[host] = name is not None and name in self.hosts
+        return served
 
     async def _checked(self, scope: Scope, receive: Receive, send: Send) -> None:
         method, path = scope["method"], scope["path"]

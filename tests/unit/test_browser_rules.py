@@ -7,6 +7,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from elicitation_gateway.server.security import (
+    HOSTS_REMEMBERED,
+    AccessControl,
     AllowedHosts,
     body_rule,
     host_name,
@@ -219,3 +221,14 @@ def test_no_host_header_breaks_the_rules(header):
 def test_no_origin_or_content_type_breaks_the_rules(origin, host):
     assert same_origin(origin, host) in (True, False)
     assert is_json(origin) in (True, False)
+
+
+def test_hosts_are_remembered_within_a_bound():
+    """The verdict per Host value is kept, but a stream of made-up hosts cannot grow it past its bound."""
+    control = AccessControl(lambda scope, receive, send: None, Settings(allowed_hosts=["gw.example"]))
+    for index in range(3 * HOSTS_REMEMBERED):
+        assert not control._serves(f"rebound-{index}.example")
+        assert len(control._served) <= HOSTS_REMEMBERED
+    assert control._serves("gw.example:443")
+    assert control._serves("127.0.0.1:4096")
+    assert not control._serves("rebound-0.example")
