@@ -158,18 +158,21 @@ def same_origin(origin: str, host: str) -> bool:
     return match.group(2).lower().removesuffix(default_port) == host.lower().removesuffix(default_port)
 
 
-def origin_of(url: str | None) -> str | None:
-    if url is None:
+def origin_key(origin: str) -> str | None:
+    """``scheme://host[:port]`` lower-case and without a default port, for comparing origins."""
+    match = ORIGIN.fullmatch(origin)
+    if match is None:
         return None
-    address = urlsplit(url)
-    return f"{address.scheme}://{address.netloc}".lower()
+    scheme = match.group(1).lower()
+    return f"{scheme}://{match.group(2).lower().removesuffix(DEFAULT_PORTS[scheme])}"
 
 
 LOCAL_ORIGINS = r"https?://(localhost|127\.0\.0\.1|\[::1\])(:[0-9]+)?"
 VARY_ORIGIN = (b"vary", b"Origin")
 SHOWN = 200
-HOSTS_REMEMBERED = 256
 """Characters of a refused ``Host`` or ``Origin`` a refusal repeats."""
+HOSTS_REMEMBERED = 256
+"""``Host`` values whose verdict is kept; past that many (made-up ones) the memory starts afresh."""
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -185,9 +188,11 @@ class AccessControl:
         self.tool_token = settings.tool_token.get_secret_value() if settings.tool_token else None
         self.username = settings.answerer_username
         self.password = settings.answerer_password.get_secret_value() if settings.answerer_password else None
-        public_host = urlsplit(settings.public_url).hostname if settings.public_url else None
+        # The public URL is the gateway's own address: its host is served, a page from it is its own.
+        public = settings.public_url
+        public_host = urlsplit(public).hostname if public else None
         self.hosts = AllowedHosts([*settings.allowed_hosts, *([public_host] if public_host else [])])
-        self.own_origin = origin_of(settings.public_url)
+        self.own_origin = origin_key("/".join(public.split("/")[:3])) if public else None
         self._served: dict[str, bool] = {}
         wildcard = "*" in settings.cors_origins
         self.cors = CORSMiddleware(
@@ -277,7 +282,9 @@ class AccessControl:
             return origin
         if site is None and same_origin(origin, headers.get("host", "")):
             return None
-        if origin.lower() == self.own_origin or self.cors.is_allowed_origin(origin):
+        if self.own_origin is not None and origin_key(origin) == self.own_origin:
+            return None
+        if self.cors.is_allowed_origin(origin):
             return None
         return origin
 

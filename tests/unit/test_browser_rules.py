@@ -15,6 +15,7 @@ from elicitation_gateway.server.security import (
     is_ip_literal,
     is_json,
     origin_checked,
+    origin_key,
     same_origin,
 )
 from elicitation_gateway.settings import Settings
@@ -232,3 +233,19 @@ def test_hosts_are_remembered_within_a_bound():
     assert control._serves("gw.example:443")
     assert control._serves("127.0.0.1:4096")
     assert not control._serves("rebound-0.example")
+
+
+@pytest.mark.parametrize(
+    ("origin", "key"),
+    [
+        ("https://Gateway.Example.com", "https://gateway.example.com"),
+        ("https://gateway.example.com:443", "https://gateway.example.com"),
+        ("http://gateway.example.com:80", "http://gateway.example.com"),
+        ("https://gateway.example.com:8443", "https://gateway.example.com:8443"),
+        ("http://[::1]:4096", "http://[::1]:4096"),
+        ("null", None),
+        ("https://gateway.example.com/", None),
+    ],
+)
+def test_origins_compare_without_case_or_default_ports(origin, key):
+    assert origin_key(origin) == key
