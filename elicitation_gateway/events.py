@@ -7,11 +7,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from sse_starlette import ServerSentEvent
-
 from elicitation_gateway import ids
-
-SEPARATOR = "\n"
+from elicitation_gateway.encoding import dumps, sse_frame
 
 CONNECTED = "server.connected"
 HEARTBEAT = "server.heartbeat"
@@ -20,8 +17,7 @@ REPLIED = "question.replied"
 REJECTED = "question.rejected"
 
 
-def to_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+to_json = dumps
 
 
 class Event:
@@ -90,9 +86,7 @@ class Event:
     def _frame(self, key: str | None, data: Callable[[], str]) -> bytes:
         frame = self._frames.get(key)
         if frame is None:
-            frame = ServerSentEvent(
-                data=data(), id=self.id if self.replayable else None, sep=SEPARATOR
-            ).encode()
+            frame = sse_frame(data(), self.id if self.replayable else None)
             self._frames[key] = frame
         return frame
 

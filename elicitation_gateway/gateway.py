@@ -6,24 +6,22 @@ Routes call this; it calls the pure conversion (:mod:`.conversion`) and the
 
 import asyncio
 import contextlib
-import functools
-import json
 import logging
 import posixpath
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-from pydantic import BaseModel
+from typing import Any
 
 from elicitation_gateway import events, ids
+from elicitation_gateway.budget import PendingBytes, record_bytes
 from elicitation_gateway.conversion.answers import AnswerError, answers_to_content
-from elicitation_gateway.conversion.schema import SOFT_QUESTION_LIMIT, Form, SchemaError, build_form
-from elicitation_gateway.conversion.sensitive import sensitive_property
+from elicitation_gateway.conversion.forms import FormCache, Limits
+from elicitation_gateway.conversion.schema import SOFT_QUESTION_LIMIT, Form, SchemaError
 from elicitation_gateway.deadlines import Deadlines
+from elicitation_gateway.encoding import to_utf8
 from elicitation_gateway.metrics import Metrics
-from elicitation_gateway.models import QuestionInfo, QuestionRequest, QuestionTool
+from elicitation_gateway.models import QuestionRequest, QuestionTool
 from elicitation_gateway.notify import Notifier
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores import make_store
@@ -32,7 +30,16 @@ from elicitation_gateway.stores.base import OnTimeout, Record, Status, Store, St
 logger = logging.getLogger(__name__)
 
 ACCEPT, DECLINE, CANCEL = "accept", "decline", "cancel"
-FORM_CACHE_SIZE = 256
+FORM_CACHE_BYTES = 32 * 1024 * 1024
+"""Forms of schemas asked before (:mod:`.conversion.forms`)."""
+CONVERT_ON_LOOP_BYTES = 64 * 1024
+"""A schema whose JSON is longer is converted in a worker thread, one at a time, so that no ask holds
+the event loop for long (a schema near the body limit takes some 100 ms to convert)."""
+STORE_RETRY = 1.0
+"""Seconds between two tries of a store that cannot be reached or written, for a tool waiting on it,
+for owed finishes, and between two looks for questions abandoned by a gone replica."""
+EXPIRY = "timed out"
+"""An owed finish that is the question's expiry (``cancel``, or the defaults), not a withdrawal."""
 
 
 class NotFound(LookupError):
@@ -51,6 +58,10 @@ class ShuttingDown(Exception):
 
 class LimitExceeded(Exception):
     """Too many questions pending; the tool may ask again once some are answered."""
+
+
+class TooLarge(Exception):
+    """A question larger than a session's whole budget: it can never be asked as it is."""
 
 
 class TooManySubscribers(Exception):
@@ -89,12 +100,25 @@ class Gateway:
         self.metrics = Metrics()
         self.subscribers = 0
         self._timeouts = Deadlines(self._spawn_expiry)  # of the pending questions this process times
-        self._cached_form = functools.lru_cache(maxsize=FORM_CACHE_SIZE)(self._shared_form)
-        self._plain_form = functools.lru_cache(maxsize=FORM_CACHE_SIZE)(self._schema_form)
+        limits = Limits(
+            header_length=settings.header_length,
+            max_questions=settings.max_questions,
+            max_options=settings.max_options,
+            max_text_length=settings.max_text_length,
+            allow_sensitive=settings.allow_sensitive,
+        )
+        self.forms = FormCache(limits, FORM_CACHE_BYTES)
+        self._converting = asyncio.Semaphore(1)  # big schemas, converted off the loop one at a time
+        self.pending_bytes = PendingBytes()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._waiting: set[str] = set()  # questions whose tool waits on this process (``POST /elicit``)
         self._watcher: asyncio.Task[None] | None = None
+        # Finishes the store could not take when they were due (it was unreachable): id -> the reason
+        # (EXPIRY, or why it is withdrawn). Retried in the background, and before anything else.
+        self._owed: dict[str, str] = {}
+        self._settler: asyncio.Task[None] | None = None
+        self._orphan_watch: asyncio.Task[None] | None = None
         self.notifier: Notifier | None = None
         self.default_session_id = settings.session_id
         """``sessionID`` of questions whose tool names none; the OpenCode bridge sets a real session's."""
@@ -105,7 +129,9 @@ class Gateway:
             self.notifier = Notifier(self.settings, self.metrics, self._still_pending)
             self.notifier.start()
         if self.store.shared:
-            self._watcher = asyncio.get_running_loop().create_task(self._watch_shared_questions())
+            loop = asyncio.get_running_loop()
+            self._watcher = loop.create_task(self._watch_shared_questions())
+            self._orphan_watch = loop.create_task(self._watch_abandoned())
             return
         # A durable store finds what the last process left: questions whose tool waited on a blocking
         # request to it have nobody to collect their answer (withdrawn); the others resume their timers
@@ -113,6 +139,7 @@ class Gateway:
         for request_id in await self.store.abandoned():
             await self._finish(request_id, "cancelled", {"action": CANCEL}, reason="tool gone at restart")
         for record in await self.store.pending():
+            self.pending_bytes.add(record.id, record.request.sessionID, record_bytes(record))
             self._schedule_expiry(record.id, record.expires_at - time.time())
 
     async def shutdown(self) -> None:
@@ -120,17 +147,31 @@ class Gateway:
         if self._closing:
             return
         self._closing = True
-        if self._watcher is not None:
-            self._watcher.cancel()
-        try:
-            # A shared or durable store's questions outlive this process; only tools waiting on it need
-            # an answer.
-            outlive = self.store.shared or self.store.durable
-            ids_ = list(self._waiting) if outlive else [r.id for r in await self.store.pending()]
-            for request_id in ids_:
+        for task in (self._watcher, self._orphan_watch):
+            if task is not None:
+                task.cancel()
+        # A shared or durable store's questions outlive this process; only tools waiting on it need
+        # an answer.
+        outlive = self.store.shared or self.store.durable
+        ids_ = list(self._waiting) if outlive else [r.id for r in await self.store.pending()]
+        unfinished: list[str] = []
+        for request_id in ids_:
+            try:
                 await self._finish(request_id, "cancelled", {"action": CANCEL}, reason="shutdown")
-        except StoreUnavailable as error:
-            logger.warning("shutdown could not finish pending questions: %s", error)
+                self.store.tool_done(request_id)  # now, while the store is still open
+            except StoreUnavailable as error:
+                unfinished.append(f"{request_id}: {error}")
+                self._owe(request_id, "shutdown")  # its tool gets cancel all the same
+                self.store.wake(request_id)
+        if unfinished:
+            logger.warning("shutdown could not finish %d questions (%s)", len(unfinished), unfinished[0])
+        if self._settler is not None:
+            self._settler.cancel()
+        if self._owed:
+            try:
+                await self._settle_owed_now()
+            except StoreUnavailable as error:
+                logger.warning("%d questions stay pending, their finish owed: %s", len(self._owed), error)
         if self.notifier is not None:
             await self.notifier.stop(flush=outlive)
         await self.store.close()
@@ -142,6 +183,10 @@ class Gateway:
 
     async def healthy(self) -> bool:
         return await self.store.healthy()
+
+    async def store_problem(self) -> str | None:
+        """Why the store cannot serve now (for ``/readyz``); None when it can."""
+        return await self.store.problem()
 
     async def _still_pending(self, request_id: str) -> bool:
         try:
@@ -165,7 +210,9 @@ class Gateway:
 
         Raises :class:`StoreUnavailable` (the client retries) or :class:`TooManySubscribers`.
         """
-        if not await self.store.healthy():
+        # A shared store's events come from it; a local store's streams work while its file cannot be
+        # written (answers then get 503, but people still see what is asked).
+        if self.store.shared and not await self.store.healthy():
             raise StoreUnavailable("the question store is unreachable; reconnect shortly")
         limit = self.settings.max_subscribers
         if self.subscribers >= limit:
@@ -192,14 +239,16 @@ class Gateway:
     # Tool side
 
     async def ask(self, message: str, schema: Any, options: AskOptions = AskOptions()) -> Record:
-        """Create a pending record; raises :class:`.SchemaError` for a schema it cannot ask."""
+        """Create a pending record; raises :class:`.SchemaError` for a schema it cannot ask,
+        :class:`LimitExceeded` when the pending limits are full, :class:`TooLarge` for a question larger
+        than a session may hold."""
         if self._closing:
             raise ShuttingDown("the gateway is shutting down")
-        form = self._form(schema, message)
+        form = await self._form(schema, message)
         if options.on_timeout == "default":
             _check_defaults(form)
         session_id = options.session_id or self.default_session_id
-        await self._check_room(session_id)
+        await self._check_count(session_id)
         request = QuestionRequest.new(ids.question_id(), session_id, list(form.questions), options.tool)
         if len(form.fields) > SOFT_QUESTION_LIMIT:
             logger.warning(
@@ -212,7 +261,12 @@ class Gateway:
         now = time.time()
         directory = normalize_directory(options.directory)
         record = Record.new(request, form, message, directory, now, now + timeout, options.on_timeout)
-        await self.store.add(record)
+        self._charge(record)  # with no await since the check: asks at once cannot overshoot the budget
+        try:
+            await self.store.add(record)
+        except BaseException:
+            self.pending_bytes.remove(record.id)
+            raise
         self.metrics.asked.inc()
         self._schedule_expiry(record.id, timeout)
         if self.notifier is not None:
@@ -222,7 +276,7 @@ class Gateway:
         logger.debug("elicitation %s asked: %d questions", record.id, len(form.fields))
         return record
 
-    async def _check_room(self, session_id: str) -> None:
+    async def _check_count(self, session_id: str) -> None:
         limit = self.settings.max_pending
         if await self.store.count_pending() >= limit:
             raise LimitExceeded(
@@ -235,59 +289,36 @@ class Gateway:
                 "(GATEWAY_MAX_PENDING_PER_SESSION)"
             )
 
-    def _form(self, schema: Any, message: str) -> Form:
-        """Tools ask the same schema again and again: each (schema, message) is converted (and
-        checked) once.
-
-        Forms are immutable, so records share them. The key is the schema's JSON in its own order
-        (property order is question order)."""
-        try:
-            key = json.dumps(schema, separators=(",", ":"), allow_nan=False)
-        except (TypeError, ValueError):
-            key = None
-        if key is None:
-            return self._convert(schema, message)
-        return self._cached_form(key, message)
-
-    def _shared_form(self, key: str, message: str) -> Form:
-        """Forms of one schema differ only where the message shows (the first question): the parts
-        equal to the schema's form without a message are that form's own objects, kept once."""
-        form, plain = self._convert(json.loads(key), message), self._plain_form(key)
-        questions = tuple(
-            _sharing_options(mine, theirs)
-            for mine, theirs in zip(form.questions, plain.questions, strict=True)
-        )
-        fields = plain.fields if form.fields == plain.fields else form.fields
-        texts = plain.texts if form.texts == plain.texts else form.texts
-        return _like(plain, form, fields=fields, questions=questions, texts=texts)
-
-    def _schema_form(self, key: str) -> Form:
-        """The form of a schema without a message: its questions are shared by every request that asks
-        it, so their encodings are kept with them."""
-        form = self._convert(json.loads(key), "")
-        for question in form.questions:
-            question.shared()
-        return form
-
-    def _convert(self, schema: Any, message: str) -> Form:
-        """The form for ``schema``; raises SchemaError for one it cannot (or may not) ask."""
-        settings = self.settings
-        form = build_form(
-            schema,
-            message,
-            header_length=settings.header_length,
-            max_questions=settings.max_questions,
-            max_options=settings.max_options,
-            max_text_length=settings.max_text_length,
-        )
-        if not settings.allow_sensitive and (found := sensitive_property(schema)):
-            key, what = found
-            raise SchemaError(
-                f"requestedSchema.properties.{key} looks like it asks for {what}; MCP forbids asking for "
-                "secrets in form mode (GATEWAY_ALLOW_SENSITIVE=true allows it)",
-                code="sensitive_question",
+    def _charge(self, record: Record) -> None:
+        """Charge ``record`` to the memory budget, or refuse it (nothing is charged then)."""
+        size, session_id = record_bytes(record), record.request.sessionID
+        settings, budget = self.settings, self.pending_bytes
+        if size > settings.max_pending_bytes_per_session or size > settings.max_pending_bytes:
+            raise TooLarge(
+                f"the question would hold about {size} bytes of memory while pending, more than a session "
+                f"may hold (GATEWAY_MAX_PENDING_BYTES_PER_SESSION, {settings.max_pending_bytes_per_session}"
+                "): ask fewer or shorter options"
             )
-        return form
+        if budget.total + size > settings.max_pending_bytes:
+            raise LimitExceeded(
+                f"pending questions hold {budget.total} bytes of memory, and this one about {size} more: "
+                f"over the gateway's budget (GATEWAY_MAX_PENDING_BYTES, {settings.max_pending_bytes})"
+            )
+        if budget.session(session_id) + size > settings.max_pending_bytes_per_session:
+            raise LimitExceeded(
+                f"session {session_id}'s pending questions hold {budget.session(session_id)} bytes of "
+                f"memory, and this one about {size} more: over a session's budget "
+                f"(GATEWAY_MAX_PENDING_BYTES_PER_SESSION, {settings.max_pending_bytes_per_session})"
+            )
+        budget.add(record.id, session_id, size)
+
+    async def _form(self, schema: Any, message: str) -> Form:
+        """The form for ``schema`` (:class:`.FormCache`); a big one is converted in a worker thread,
+        one at a time, so that the loop goes on serving everyone else meanwhile."""
+        if not _big(schema):
+            return self.forms.form(schema, message)
+        async with self._converting:
+            return await asyncio.to_thread(self.forms.form, schema, message)
 
     async def result(self, request_id: str, wait: float | None = None) -> Record:
         record = await self.store.get(request_id)
@@ -297,15 +328,61 @@ class Gateway:
             record = await self.store.wait(request_id, min(wait, self.settings.max_timeout)) or record
         return record
 
+    async def final_result(self, record: Record) -> dict[str, Any]:
+        """The result of a question whose tool waits on this process (``POST /elicit``, the ``/mcp``
+        ``question`` tool), as the MCP ``ElicitResult`` on the wire: the one wait of such a tool.
+
+        While the store cannot be reached (or written) the tool keeps waiting, trying again every
+        second, until the question's own expiry; then it gets what expiry gives (``cancel``, or the
+        defaults) and the expiry is owed to the store. Cancelling this wait (the tool went away)
+        withdraws the question, or, if the store cannot be reached, owes the withdrawal. Owed
+        finishes are retried in the background and go before anything else once the store answers,
+        and a reply after ``expires_at`` is refused: no answer arrives that nobody collects.
+        """
+        with self.tool_waiting(record.id):
+            try:
+                return await self._wait_for_result(record)
+            except asyncio.CancelledError:
+                # No await here: the cancelled caller could be cancelled again at the next one.
+                self._owe(record.id, "withdrawn")
+                raise
+
+    async def _wait_for_result(self, record: Record) -> dict[str, Any]:
+        request_id = record.id
+        while True:
+            try:
+                finished = await self.result(request_id, wait=self.settings.max_timeout)
+            except NotFound:  # forgotten after its retention period: nothing came back in time
+                return {"action": CANCEL}
+            except StoreUnavailable:
+                if self._closing:  # shutdown could not finish it either
+                    self._owe(request_id, "shutdown")
+                    return {"action": CANCEL}
+                left = record.expires_at - time.time()
+                if left <= 0:
+                    self._owe(request_id, EXPIRY)
+                    return _expiry_result(record)
+                await asyncio.sleep(min(STORE_RETRY, left))
+                continue
+            if finished.result is not None:
+                return finished.result
+            if self._closing:  # woken by a shutdown that could not finish it
+                self._owe(request_id, "shutdown")
+                return {"action": CANCEL}
+
     @contextlib.contextmanager
     def tool_waiting(self, request_id: str) -> Iterator[None]:
-        """A tool waits on this process for the answer: shutdown gives it ``cancel``."""
+        """A tool waits on this process for the answer: shutdown gives it ``cancel``. The store hears
+        when it stops, unless the question's finish is still owed (after a crash, the store must
+        still name it abandoned)."""
         self._waiting.add(request_id)
         self.store.tool_waits(request_id)
         try:
             yield
         finally:
             self._waiting.discard(request_id)
+            if request_id not in self._owed:
+                self.store.tool_done(request_id)
 
     async def withdraw(self, request_id: str) -> Record:
         """The tool no longer wants an answer: ``cancelled``, and answerers see ``question.rejected``."""
@@ -322,8 +399,9 @@ class Gateway:
 
     async def pending_json(self, directory: str | None = None) -> bytes:
         """``GET /question``'s body: each request's JSON was encoded once, when it was asked."""
+        await self._owed_first()
         directory = normalize_directory(directory)
-        return (
+        return to_utf8(
             "["
             + ",".join(
                 record.request.wire_json
@@ -331,11 +409,17 @@ class Gateway:
                 if directory is None or record.directory is None or record.directory == directory
             )
             + "]"
-        ).encode()
+        )
 
     async def pending_record(self, request_id: str) -> Record:
+        """The pending record; one past its expiry is expired now (its timer may be late, or the store
+        was unreachable when it was due) and not found: its tool has stopped waiting."""
+        await self._owed_first()
         record = await self.store.get(request_id)
         if record is None or not record.pending:
+            raise NotFound(request_id)
+        if record.expires_at <= time.time():
+            await self._expire_now(request_id)
             raise NotFound(request_id)
         return record
 
@@ -350,6 +434,7 @@ class Gateway:
         return finished
 
     async def reject(self, request_id: str, action: str = CANCEL) -> Record:
+        await self.pending_record(request_id)  # past its expiry: expired, not rejected
         status: Status = "declined" if action == DECLINE else "cancelled"
         finished = await self._finish(request_id, status, {"action": action}, reason="rejected")
         if finished is None:
@@ -372,6 +457,7 @@ class Gateway:
         record = await self.store.finish(request_id, status, result, answers)
         if record is None:
             return None
+        self.pending_bytes.remove(request_id)
         self._timeouts.discard(request_id)
         if self.notifier is not None:
             self.notifier.forget(request_id)
@@ -399,24 +485,70 @@ class Gateway:
 
     async def _expire(self, request_id: str) -> None:
         try:
-            record = await self.store.get(request_id)
-            if record is not None and record.pending and record.on_timeout == "default":
-                # Checked when asked: every required field has a default. The person's empty reply,
-                # given on their behalf, so answerers see question.replied like any other answer.
-                answers: list[list[str]] = [[] for _ in record.form.fields]
-                result = {"action": ACCEPT, "content": answers_to_content(record.form, answers)}
-                await self._finish(
-                    request_id,
-                    "answered",
-                    result,
-                    answers=answers,
-                    reason="timed out, defaults",
-                    defaulted=True,
-                )
-                return
-            await self._finish(request_id, "expired", {"action": CANCEL}, reason="timed out")
-        except StoreUnavailable as error:  # a shared store's replicas expire it once it is back
-            logger.warning("elicitation %s could not expire now: %s", request_id, error)
+            await self._expire_now(request_id)
+        except StoreUnavailable as error:  # owed: once the store is back (the store logs its fault once)
+            logger.debug("elicitation %s could not expire now: %s", request_id, error)
+            self._owe(request_id, EXPIRY)
+
+    async def _expire_now(self, request_id: str) -> None:
+        record = await self.store.get(request_id)
+        if record is not None and record.pending and record.on_timeout == "default":
+            # Checked when asked: every required field has a default. The person's empty reply,
+            # given on their behalf, so answerers see question.replied like any other answer.
+            answers: list[list[str]] = [[] for _ in record.form.fields]
+            result = {"action": ACCEPT, "content": answers_to_content(record.form, answers)}
+            await self._finish(
+                request_id,
+                "answered",
+                result,
+                answers=answers,
+                reason="timed out, defaults",
+                defaulted=True,
+            )
+            return
+        await self._finish(request_id, "expired", {"action": CANCEL}, reason="timed out")
+
+    # ---------------------------------------------------------------------------------------------
+    # Finishes owed while the store could not take them
+
+    def _owe(self, request_id: str, reason: str) -> None:
+        self._owed.setdefault(request_id, reason)
+        if self._settler is None or self._settler.done():
+            self._settler = asyncio.get_running_loop().create_task(self._settle_owed())
+
+    async def _settle_owed(self) -> None:
+        """Until every owed finish is made: tried at once, then every second while the store cannot."""
+        while self._owed and not self._closing:
+            try:
+                await self._settle_owed_now()
+            except StoreUnavailable:
+                await asyncio.sleep(STORE_RETRY)
+
+    async def _settle_owed_now(self) -> None:
+        """Make every owed finish, oldest first; raises :class:`StoreUnavailable` at the first the store
+        cannot take yet."""
+        for request_id, reason in list(self._owed.items()):
+            if reason == EXPIRY:
+                await self._expire_now(request_id)
+            else:
+                await self._finish(request_id, "cancelled", {"action": CANCEL}, reason=reason)
+            if self._owed.pop(request_id, None) is not None and request_id not in self._waiting:
+                self.store.tool_done(request_id)
+
+    async def _owed_first(self) -> None:
+        """Owed finishes go before anything else once the store answers again (so that no person
+        answers a question whose tool has stopped waiting); free while nothing is owed."""
+        if self._owed:
+            with contextlib.suppress(StoreUnavailable):
+                await self._settle_owed_now()
+
+    async def _watch_abandoned(self) -> None:
+        """With a shared store: the questions whose tool waited on a replica found gone are withdrawn."""
+        while not self._closing:
+            with contextlib.suppress(StoreUnavailable):
+                for request_id in await self.store.abandoned():
+                    self._owe(request_id, "its tool's replica is gone")
+            await asyncio.sleep(STORE_RETRY)
 
     async def _watch_shared_questions(self) -> None:
         """With a shared store, every replica keeps a timer for every pending question, so a timeout
@@ -442,32 +574,47 @@ class Gateway:
     async def _adopt(self, event: events.Event) -> None:
         if event.type in (events.REPLIED, events.REJECTED):
             self._timeouts.discard(event.properties["requestID"])
+            self.pending_bytes.remove(event.properties["requestID"])
             return
         if event.type == events.ASKED and event.properties["id"] not in self._timeouts:
             record = await self.store.get(event.properties["id"])
             if record is not None and record.pending:
                 self._schedule_expiry(record.id, record.expires_at - time.time())
+                self.pending_bytes.add(record.id, record.request.sessionID, record_bytes(record))
 
 
-def _sharing_options(mine: QuestionInfo, theirs: QuestionInfo) -> QuestionInfo:
-    """``mine``, made of ``theirs`` where they are equal: the same question, or at least its options."""
-    if mine == theirs:
-        return theirs
-    if mine.options == theirs.options:
-        return _like(theirs, mine, options=theirs.options)
-    return mine
+def _big(schema: Any) -> bool:
+    """Whether ``schema`` is large enough to convert off the loop: counted by its strings' lengths,
+    which is cheap, and stops as soon as it knows."""
+    budget = CONVERT_ON_LOOP_BYTES
+    stack = [schema]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            budget -= len(value) + 8
+        elif isinstance(value, dict):
+            budget -= 8 * len(value)
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            budget -= 8 * len(value)
+            stack.extend(value)
+        else:
+            budget -= 8
+        if budget < 0:
+            return True
+    return False
 
 
-_Model = TypeVar("_Model", bound=BaseModel)
-
-
-def _like(shared: _Model, model: _Model, **changes: Any) -> _Model:
-    """``model`` with ``changes``, sharing ``shared``'s set of field names when it is the same (pydantic
-    keeps one per instance, and it costs more than the rest of a small model)."""
-    fields_set = shared.model_fields_set
-    if model.model_fields_set != fields_set:
-        fields_set = model.model_fields_set
-    return type(model).model_construct(fields_set, **{**model.__dict__, **changes})
+def _expiry_result(record: Record) -> dict[str, Any]:
+    """What a tool gets when its question expires: ``cancel``, or with ``onTimeout=default`` the
+    schema's defaults (checked when asked)."""
+    if record.on_timeout == "default":
+        return {
+            "action": ACCEPT,
+            "content": answers_to_content(record.form, [[] for _ in record.form.fields]),
+        }
+    return {"action": CANCEL}
 
 
 def _check_defaults(form: Form) -> None:

@@ -70,12 +70,17 @@ class Metrics:
         self.events_sent = Counter(
             "gateway_events_sent", "SSE frames written to subscribers.", registry=self.registry
         )
-        self.notifications_sent = Counter(
-            "gateway_notifications_sent", "Notifications of new questions delivered.", registry=self.registry
+        self.notifications = Counter(
+            "gateway_notifications",
+            "Notifications (GATEWAY_NOTIFY) by target (position:scheme) and outcome: sent, failed after "
+            "every attempt, skipped (the question finished first), dropped (queue full, or shutdown).",
+            ["target", "outcome"],
+            registry=self.registry,
         )
-        self.notifications_failed = Counter(
-            "gateway_notifications_failed",
-            "Notifications of new questions given up on (after retries, or dropped with a full queue).",
+        self.notification_threads = Gauge(
+            "gateway_notification_threads",
+            "Threads sending to each notification target, those held past their deadline included.",
+            ["target"],
             registry=self.registry,
         )
         self._exposed = _WithoutCreated(self.registry)

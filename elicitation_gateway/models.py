@@ -1,10 +1,11 @@
 """Wire models in OpenCode's shapes (``QuestionRequest`` and friends), serialized without nulls."""
 
-import json
 from functools import cached_property
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
+
+from elicitation_gateway.encoding import dumps
 
 
 class WireModel(BaseModel):
@@ -64,8 +65,7 @@ class QuestionRequest(WireModel):
         return head + ",".join(question.wire_json() for question in self.questions) + "]" + tool + "}"
 
 
-def _compact(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+_compact = dumps
 
 
 _REQUEST_FIELDS = {"id", "sessionID", "questions", "tool"}

@@ -40,6 +40,12 @@ class Settings(BaseSettings):
     max_body_size: int = Field(1_048_576, ge=1024, description="Largest request body, in bytes.")
     send_timeout: float = Field(30, gt=0, description="Seconds a stalled SSE client may block one send.")
     shutdown_grace: float = Field(5, ge=0, description="Seconds to finish pending questions on shutdown.")
+    replica_liveness: float = Field(
+        10,
+        gt=0,
+        description="With Redis: seconds a replica's liveness entry lasts unless refreshed (every third of "
+        "it). Once a replica's entry lapses, another withdraws the questions whose tool waited on it.",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
     log_format: Literal["text", "json"] = Field("text", description="`text`, or `json` (one object a line).")
 
@@ -79,6 +85,24 @@ class Settings(BaseSettings):
     )
     max_pending: int = Field(20_000, ge=1, description="Most questions pending at once, in all.")
     max_pending_per_session: int = Field(1_000, ge=1, description="Most questions pending in one session.")
+    max_pending_bytes: int = Field(
+        256 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="Most bytes of memory pending questions may hold, in all (each charged what its form, "
+        "message and encodings hold; a question of 2 short fields about 9 KB, one of 50 fields with 200 "
+        "options each about 11 MB).",
+    )
+    max_pending_bytes_per_session: int = Field(
+        64 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="Most bytes of memory pending questions may hold in one session.",
+    )
+    history_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=0,
+        description="Most bytes of events kept for `Last-Event-ID` replay (besides `GATEWAY_HISTORY_SIZE`); "
+        "older ones are dropped, and a client that asks for them gets the pending questions again.",
+    )
     max_subscribers: int = Field(10_000, ge=1, description="Most open event streams at once.")
 
     # OpenCode bridge
@@ -105,8 +129,19 @@ class Settings(BaseSettings):
         description="The gateway's address as a person opens it (`https://gateway.example.com`): "
         "notifications link to the question's page there. Unset: no link.",
     )
-    notify_timeout: float = Field(10, gt=0, description="Seconds one notification attempt may take.")
-    notify_retries: int = Field(3, ge=0, description="Attempts after a failed notification.")
+    notify_timeout: float = Field(
+        10,
+        gt=0,
+        description="Seconds one attempt to notify one target may take (the look-up of its question "
+        "included); then its connections are shut. Also Apprise's connect and read timeouts (`cto`, "
+        "`rto`) where the URL sets none.",
+    )
+    notify_retries: int = Field(
+        3,
+        ge=0,
+        description="Attempts after a failed one, for each target on its own (0.5 s before the first, "
+        "doubled each time); the other targets are never sent it again.",
+    )
     notify_remind: float = Field(
         0,
         ge=0,

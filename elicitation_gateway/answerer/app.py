@@ -52,6 +52,7 @@ class AnswerApp(App[None]):
     #message { padding: 0 0 1 0; text-style: bold; }
     #request Tabs { margin: 0 0 1 0; }
     .question-text { padding: 0 0 0 0; }
+    .question-warning { color: $text-warning; background: $warning-muted; padding: 0 1; margin: 0 0 1 0; }
     .question-needs { color: $text-muted; padding: 0 0 1 0; }
     .question-pane ChoiceList { height: auto; max-height: 100%; border: none; padding: 0; }
     .question-pane Input { margin: 0; }

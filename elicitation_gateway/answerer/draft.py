@@ -28,6 +28,8 @@ class Question:
     header: str
     text: str
     hints: tuple[str, ...] = ()
+    warning: str = ""
+    """The gateway's caution when the question may ask for a secret, shown beside it."""
     required: bool = False
     choices: tuple[Choice, ...] = ()
     default_choices: frozenset[int] = frozenset()
@@ -68,6 +70,7 @@ class Question:
             header=str(described.get("header") or described["key"]),
             text=str(described.get("text", described.get("question")) or ""),
             hints=tuple(str(hint) for hint in described.get("hints") or ()),
+            warning=str(described.get("warning") or ""),
             required=bool(described.get("required", False)),
             choices=choices,
             default_choices=frozenset(defaults),

@@ -62,6 +62,8 @@ class QuestionPane(Vertical):
     def compose(self) -> ComposeResult:
         question = self.question
         yield Static(Content(question.text), classes="question-text")
+        if question.warning:
+            yield Static(Content.assemble(("⚠ ", "bold"), question.warning), classes="question-warning")
         yield Static(self._needs(), classes="question-needs")
         if question.free_text:
             yield Input(

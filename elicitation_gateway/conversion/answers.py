@@ -35,7 +35,9 @@ class AnswerError(ValueError):
 UNANSWERED = object()
 
 _INTEGER = re.compile(r"^[+-]?[0-9]+$")
-_NUMBER = re.compile(r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$")
+_NUMBER = re.compile(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$")
+r"""Unambiguous, so that a failing match is linear (``[0-9]+\.?[0-9]*`` was quadratic on long digit runs)."""
+MAX_NUMBER_LENGTH = 300
 _TRUE = {BOOLEAN_LABELS[0].casefold(), "true"}
 _FALSE = {BOOLEAN_LABELS[1].casefold(), "false"}
 
@@ -122,7 +124,9 @@ def _option_value(field: Field, text: str) -> str:
 
 def _parse_integer(text: str) -> int:
     stripped = text.strip()
-    if _INTEGER.match(stripped) and len(stripped) <= 300:
+    if len(stripped) > MAX_NUMBER_LENGTH:
+        raise ValueProblem(f"'{_clip(text)}' is not a whole number the gateway reads (too long)")
+    if _INTEGER.match(stripped):
         return int(stripped)
     if _NUMBER.match(stripped):
         number = _parse_number(stripped)
@@ -133,7 +137,7 @@ def _parse_integer(text: str) -> int:
 
 def _parse_number(text: str) -> float:
     stripped = text.strip()
-    if _NUMBER.match(stripped) and len(stripped) <= 300:
+    if len(stripped) <= MAX_NUMBER_LENGTH and _NUMBER.match(stripped):
         number = float(stripped)
         if number not in (float("inf"), float("-inf")):
             return number

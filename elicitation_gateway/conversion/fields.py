@@ -13,6 +13,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from elicitation_gateway.conversion.patterns import PatternError, matches
+
 Kind = Literal["choice", "multi", "boolean", "integer", "number", "string", "text"]
 
 STRING_FORMATS = {
@@ -58,6 +60,9 @@ class Field(BaseModel):
     pattern: str | None = None
     min_items: int | None = None
     max_items: int | None = None
+    warning: str | None = None
+    """Shown to the person beside the question: it may ask for something secret
+    (:mod:`.sensitive`)."""
 
 
 def check_value(field: Field, value: Any) -> Any:
@@ -149,9 +154,16 @@ def _string(field: Field, value: Any) -> str:
         raise ValueProblem(f"is {len(value)} characters long; at most {field.max_length} are allowed")
     if field.format and not _FORMAT_CHECKS[field.format](value):
         raise ValueProblem(f"{_shown(value)} is not {STRING_FORMATS[field.format]}")
-    if field.pattern and not re.search(field.pattern, value):
+    if field.pattern and not _matches(field.pattern, value):
         raise ValueProblem(f"{_shown(value)} does not match the pattern {field.pattern}")
     return value
+
+
+def _matches(pattern: str, value: str) -> bool:
+    try:
+        return matches(pattern, value)
+    except PatternError:  # kept from before patterns were checked when asked: not checkable
+        return True
 
 
 def _text(field: Field, value: Any) -> str:

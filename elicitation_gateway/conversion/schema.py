@@ -6,11 +6,11 @@ person sees (``questions``, OpenCode's ``QuestionInfo``) and what the answers ar
 """
 
 import math
-import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from elicitation_gateway.conversion import sensitive
 from elicitation_gateway.conversion.fields import (
     BOOLEAN_LABELS,
     STRING_FORMATS,
@@ -20,6 +20,8 @@ from elicitation_gateway.conversion.fields import (
     check_value,
     describe_value,
 )
+from elicitation_gateway.conversion.patterns import PatternError, compile_pattern
+from elicitation_gateway.encoding import InvalidText, check_text, shown, valid_text
 from elicitation_gateway.models import QuestionInfo, QuestionOption
 
 SOFT_QUESTION_LIMIT = 10
@@ -62,14 +64,63 @@ def build_form(
     max_questions: int = 50,
     max_options: int | None = None,
     max_text_length: int | None = None,
+    allow_sensitive: bool = False,
 ) -> Form:
-    """Convert a ``requestedSchema`` into questions; raise :class:`SchemaError` naming the bad part."""
-    form = _convert(schema, message, header_length, max_questions)
-    _check_sizes(form, schema, message, max_options, max_text_length)
-    return form
+    """Convert a ``requestedSchema`` into questions; raise :class:`SchemaError` naming the bad part.
+
+    A free-text question that plainly asks for a secret is refused (MCP forbids it) unless
+    ``allow_sensitive``; then, as any that may ask for one, it carries a warning for the person.
+    """
+    _check_message(message, max_text_length)
+    _check_sizes(schema, max_questions, max_options, max_text_length)
+    try:
+        check_text(schema, "requestedSchema")
+    except InvalidText as error:
+        raise SchemaError(error.message, code="invalid_text") from None
+    form = _convert(schema, message, header_length, max_questions, allow_sensitive)
+    return form if form.legacy else with_message(form, message)
 
 
-def _convert(schema: Any, message: str, header_length: int, max_questions: int) -> Form:
+def with_message(form: Form, message: str, max_text_length: int | None = None) -> Form:
+    """The form of a schema asked without a message (``build_form(schema)``), asked with ``message``:
+    only the first question changes, everything else is shared. Not for legacy (top-level enum)
+    forms, whose only question is worded from the message."""
+    assert not form.legacy, "a legacy form is built with its message"
+    _check_message(message, max_text_length)
+    message = message.strip()
+    if not message:
+        return form
+    own = form.texts[0]
+    if message == own.strip():  # the message already says it
+        text, own = own, ""
+    else:
+        text = f"{message}\n\n{own}"
+    first = _question(form.fields[0], text, form.questions[0].header)
+    return Form.model_construct(
+        _FORM_FIELDS,
+        fields=form.fields,
+        questions=(first, *form.questions[1:]),
+        texts=(own, *form.texts[1:]),
+        legacy=False,
+    )
+
+
+_FORM_FIELDS = {"fields", "questions", "texts", "legacy"}
+
+
+def _check_message(message: str, max_text_length: int | None) -> None:
+    if not valid_text(message):
+        raise SchemaError(InvalidText("message", "is not valid Unicode").message, code="invalid_text")
+    if max_text_length is not None and len(message) > max_text_length:
+        raise SchemaError(
+            f"message is {len(message)} characters long; at most {max_text_length} are allowed",
+            code="text_too_long",
+        )
+
+
+def _convert(
+    schema: Any, message: str, header_length: int, max_questions: int, allow_sensitive: bool
+) -> Form:
     where = "requestedSchema"
     if not isinstance(schema, dict):
         raise SchemaError(f"{where} must be a JSON object, not {_json_type(schema)}")
@@ -105,63 +156,78 @@ def _convert(schema: Any, message: str, header_length: int, max_questions: int) 
     required = schema.get("required", [])
     if not isinstance(required, list) or not all(isinstance(name, str) for name in required):
         raise SchemaError(f"{where}.required must be a list of property names")
+    if missing := [name for name in required if name not in properties]:
+        raise SchemaError(
+            f"{where}.required names {shown(missing[0])!r}, which is not one of its properties: no answer "
+            "could ever hold it"
+        )
 
     fields: list[Field] = []
     questions: list[QuestionInfo] = []
     texts: list[str] = []
     for key, prop in properties.items():
         field = _parse_property(key, prop, required=key in required, where=f"{where}.properties.{key}")
+        if field.kind in ("string", "text"):
+            field = _judged(field, _unwrap_optional(prop), allow_sensitive)
         title = _text(prop, "title")
         header = shorten(title or key, header_length)
-        own = text = _text(prop, "description") or title or key
-        if not questions and message.strip():
-            if message.strip() == text.strip():
-                own = ""  # the message already says it
-            else:
-                text = f"{message.strip()}\n\n{text}"
+        text = _text(prop, "description") or title or key
         fields.append(field)
         questions.append(_question(field, text, header))
-        texts.append(own)
+        texts.append(text)
     return Form(fields=tuple(fields), questions=tuple(questions), texts=tuple(texts))
 
 
+OPTION_LISTS = frozenset({"enum", "enumNames", "oneOf", "anyOf"})
+MAX_PROPERTY_DEPTH = 8
+"""Levels of objects and lists in one property schema (``items.anyOf[2].title`` is four)."""
+
+
 def _check_sizes(
-    form: Form, schema: dict, message: str, max_options: int | None, max_text_length: int | None
+    schema: Any, max_questions: int, max_options: int | None, max_text_length: int | None
 ) -> None:
-    """Refuse what no person could read: too many options, texts longer than the limit."""
-    properties = {"value": schema} if form.legacy else schema["properties"]
-    if max_text_length is not None and len(message) > max_text_length:
+    """Refuse what no person could read (too many questions or options, texts longer than the limit)
+    before anything is built: one pass over the JSON, so a refusal costs little whatever is sent."""
+    if not isinstance(schema, dict):
+        return  # _convert names what is wrong
+    properties = schema.get("properties")
+    if isinstance(properties, dict) and len(properties) > max_questions:
         raise SchemaError(
-            f"message is {len(message)} characters long; at most {max_text_length} are allowed",
-            code="text_too_long",
+            f"requestedSchema has {len(properties)} properties; at most {max_questions} questions may be "
+            "asked at once",
+            code="too_many_questions",
         )
-    for field in form.fields:
-        where = "requestedSchema" if form.legacy else f"requestedSchema.properties.{field.key}"
-        if max_options is not None and len(field.options) > max_options:
-            raise SchemaError(
-                f"{where} offers {len(field.options)} options; at most {max_options} are allowed",
-                code="too_many_options",
-            )
-        if max_text_length is None:
-            continue
-        prop = properties[field.key]
-        texts = [
-            ("key", field.key),
-            ("title", _text(prop, "title")),
-            ("description", _text(prop, "description")),
-        ]
-        texts += [(f"option {option.value[:20]!r}", option.label) for option in field.options]
-        texts += [(f"option {option.value[:20]!r}", option.value) for option in field.options]
-        texts += [
-            (f"description of option {option.value[:20]!r}", option.description) for option in field.options
-        ]
-        for what, text in texts:
-            if len(text) > max_text_length:
+    stack: list[tuple[Any, str, int]] = [(schema, "requestedSchema", 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        if isinstance(value, str):
+            if max_text_length is not None and len(value) > max_text_length:
+                what = "the option" if where.endswith("]") and "enum" in where.rsplit(".", 1)[-1] else ""
                 raise SchemaError(
-                    f"{where}: its {what} is {len(text)} characters long; "
-                    f"at most {max_text_length} are allowed",
+                    f"{where}{f' ({what})' if what else ''} is {len(value)} characters long; at most "
+                    f"{max_text_length} are allowed",
                     code="text_too_long",
                 )
+            continue
+        if depth > MAX_PROPERTY_DEPTH + 2:  # the schema, its properties, then one property's levels
+            raise SchemaError(f"{where} nests deeper than a property schema needs")
+        if isinstance(value, dict):
+            for key, child in value.items():
+                if max_text_length is not None and len(key) > max_text_length:
+                    raise SchemaError(
+                        f"{where} has a key {len(key)} characters long; at most {max_text_length} are "
+                        "allowed",
+                        code="text_too_long",
+                    )
+                stack.append((child, f"{where}.{key}", depth + 1))
+        elif isinstance(value, list):
+            owner, _, name = where.rpartition(".")
+            if max_options is not None and name in OPTION_LISTS and len(value) > max_options:
+                raise SchemaError(
+                    f"{owner} offers {len(value)} options; at most {max_options} are allowed",
+                    code="too_many_options",
+                )
+            stack.extend((child, f"{where}[{index}]", depth + 1) for index, child in enumerate(value))
 
 
 def shorten(text: str, limit: int) -> str:
@@ -213,12 +279,18 @@ def _parse_property(key: str, prop: Any, *, required: bool, where: str) -> Field
         max_items = _count(prop, "maxItems", where)
         if min_items is not None and max_items is not None and min_items > max_items:
             raise SchemaError(f"{where}.minItems is larger than its maxItems")
+        if min_items is not None and min_items > len(options):
+            raise SchemaError(
+                f"{where}: no answer can satisfy it: it needs at least {min_items} choices of "
+                f"{len(options)} options"
+            )
         field = Field(kind="multi", options=options, min_items=min_items, max_items=max_items, **base)
     elif prop.get("type") == "boolean":
         field = Field(kind="boolean", **base)
     elif prop.get("type") in ("integer", "number"):
         bounds = {name: _bound(prop, alias, where) for name, alias in _BOUNDS}
         field = Field(kind=prop["type"], **bounds, **base)
+        _check_range_satisfiable(field, where)
     elif prop.get("type") == "string":
         min_length = _count(prop, "minLength", where)
         max_length = _count(prop, "maxLength", where)
@@ -226,10 +298,11 @@ def _parse_property(key: str, prop: Any, *, required: bool, where: str) -> Field
             raise SchemaError(f"{where}.minLength is larger than its maxLength")
         fmt = prop.get("format")
         fmt = fmt if isinstance(fmt, str) and fmt in STRING_FORMATS else None
-        pattern = _pattern(prop.get("pattern"))
+        pattern = _pattern(prop.get("pattern"), where)
         field = Field(
             kind="string", min_length=min_length, max_length=max_length, format=fmt, pattern=pattern, **base
         )
+        _check_format_length(field, where)
     else:
         field = Field(kind="text", **base)
 
@@ -246,6 +319,65 @@ _BOUNDS = (
     ("exclusive_minimum", "exclusiveMinimum"),
     ("exclusive_maximum", "exclusiveMaximum"),
 )
+
+
+def _judged(field: Field, prop: dict, allow_sensitive: bool) -> Field:
+    judgement = sensitive.judge(field.key, prop)
+    if judgement.refusal is not None and not allow_sensitive:
+        raise SchemaError(
+            f"requestedSchema.properties.{field.key} looks like it asks for {judgement.refusal}; MCP "
+            "forbids asking for secrets in form mode (GATEWAY_ALLOW_SENSITIVE=true allows it)",
+            code="sensitive_question",
+        )
+    return field if judgement.warning is None else field.model_copy(update={"warning": judgement.warning})
+
+
+def _check_range_satisfiable(field: Field, where: str) -> None:
+    """A number range with no number in it (or an integer range with no integer) cannot be answered."""
+    lower = _tighter(field.minimum, field.exclusive_minimum, max)
+    upper = _tighter(field.maximum, field.exclusive_maximum, min)
+    if lower is None or upper is None:
+        return
+    (low, low_open), (high, high_open) = lower, upper
+    if field.kind == "integer":
+        first = math.floor(low) + 1 if low_open else math.ceil(low)
+        last = math.ceil(high) - 1 if high_open else math.floor(high)
+        if first > last:
+            raise SchemaError(f"{where}: no answer can satisfy it: there is no whole number in its range")
+    elif low > high or (low == high and (low_open or high_open)):
+        raise SchemaError(f"{where}: no answer can satisfy it: there is no number in its range")
+
+
+def _tighter(inclusive: float | None, exclusive: float | None, pick: Any) -> tuple[float, bool] | None:
+    """The bound that binds, as ``(value, open)``: ``pick`` is max for lower bounds, min for upper."""
+    if inclusive is None and exclusive is None:
+        return None
+    if exclusive is None:
+        return inclusive, False  # type: ignore[return-value]
+    if inclusive is None or pick(inclusive, exclusive) == exclusive:
+        return exclusive, True
+    return inclusive, False
+
+
+FORMAT_LENGTHS = {"date": (10, 10), "date-time": (20, None), "email": (5, None), "uri": (3, None)}
+"""The shortest (and longest) text each format accepts: ``2024-01-31``, ``2024-01-31T09:00:00Z``,
+``a@b.c``, ``a:b``."""
+
+
+def _check_format_length(field: Field, where: str) -> None:
+    if field.format is None:
+        return
+    shortest, longest = FORMAT_LENGTHS[field.format]
+    if field.max_length is not None and field.max_length < shortest:
+        raise SchemaError(
+            f"{where}: no answer can satisfy it: {STRING_FORMATS[field.format]} has at least {shortest} "
+            f"characters, and maxLength is {field.max_length}"
+        )
+    if longest is not None and field.min_length is not None and field.min_length > longest:
+        raise SchemaError(
+            f"{where}: no answer can satisfy it: {STRING_FORMATS[field.format]} has at most {longest} "
+            f"characters, and minLength is {field.min_length}"
+        )
 
 
 def _unwrap_optional(prop: dict) -> dict:
@@ -335,10 +467,17 @@ def _options(
             label = f"{label} ({value})"
         seen_labels.add(label)
         description = descriptions.get(value, descriptions.get(label, ""))
+        description = description if isinstance(description, str) else ""
+        # Of checked strings: not validated again (a form may hold thousands of options).
         options.append(
-            Option(value=value, label=label, description=description if isinstance(description, str) else "")
+            Option.model_construct(_OPTION_FIELDS, value=value, label=label, description=description)
         )
     return tuple(options)
+
+
+_OPTION_FIELDS = {"value", "label", "description"}
+_QUESTION_OPTION_FIELDS = {"label", "description"}
+"""Shared by the options built here: pydantic copies such a set before any change."""
 
 
 def _count(prop: dict, name: str, where: str) -> int | None:
@@ -367,14 +506,15 @@ def _finite(value: float) -> bool:
         return False
 
 
-def _pattern(pattern: Any) -> str | None:
-    """Patterns are ECMA-262 regexes; one Python cannot compile is not checked rather than refused."""
+def _pattern(pattern: Any, where: str) -> str | None:
+    """Patterns are ECMA-262 regexes, run in linear time (:mod:`.patterns`): one that cannot be is
+    refused when asked, never found out when a person answers."""
     if not isinstance(pattern, str):
         return None
     try:
-        re.compile(pattern)
-    except re.error:
-        return None
+        compile_pattern(pattern)
+    except PatternError as error:
+        raise SchemaError(f"{where}.pattern {error}") from None
     return pattern
 
 
@@ -393,8 +533,13 @@ def _checked_default(field: Field, default: Any) -> Any:
 def _question(field: Field, text: str, header: str) -> QuestionInfo:
     if words := hints(field):
         text = f"{text} ({'; '.join(words)})"
+    if field.warning:  # clients that show only the question see it there
+        text = f"{text}\n\n⚠ {field.warning}"
     if field.kind in ("choice", "multi"):
-        options = [QuestionOption(label=o.label, description=o.description) for o in field.options]
+        options = [
+            QuestionOption.model_construct(_QUESTION_OPTION_FIELDS, label=o.label, description=o.description)
+            for o in field.options
+        ]
     elif field.kind == "boolean":
         options = [QuestionOption(label=label) for label in BOOLEAN_LABELS]
     else:

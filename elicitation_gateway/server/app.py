@@ -12,11 +12,12 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 
+from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.gateway import Gateway
 from elicitation_gateway.server.mcp_endpoint import McpEndpoint
 from elicitation_gateway.server.routes import routes
+from elicitation_gateway.server.routes.parsing import UrlTextCheck
 from elicitation_gateway.server.security import AccessControl
 from elicitation_gateway.server.tracing import tracing_middleware
 from elicitation_gateway.settings import Settings
@@ -25,23 +26,23 @@ from elicitation_gateway.stores.base import StoreUnavailable
 logger = logging.getLogger(__name__)
 
 
-async def _http_error(request: Request, error: Exception) -> JSONResponse:
+async def _http_error(request: Request, error: Exception) -> JsonResponse:
     assert isinstance(error, HTTPException)
     code = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "http_error")
-    return JSONResponse(
+    return JsonResponse(
         {"error": code, "message": f"{request.method} {request.url.path}: {error.detail}"},
         status_code=error.status_code,
         headers=error.headers,
     )
 
 
-async def _server_error(request: Request, error: Exception) -> JSONResponse:
+async def _server_error(request: Request, error: Exception) -> JsonResponse:
     logger.exception("unexpected error on %s %s", request.method, request.url.path)
-    return JSONResponse({"error": "internal", "message": "unexpected error; see the server log"}, 500)
+    return JsonResponse({"error": "internal", "message": "unexpected error; see the server log"}, 500)
 
 
-async def _store_unavailable(request: Request, error: Exception) -> JSONResponse:
-    return JSONResponse(
+async def _store_unavailable(request: Request, error: Exception) -> JsonResponse:
+    return JsonResponse(
         {"error": "store_unavailable", "message": str(error)}, status_code=503, headers={"Retry-After": "1"}
     )
 
@@ -50,7 +51,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     settings = settings or Settings()
     gateway = gateway or Gateway(settings)
     mcp = McpEndpoint(gateway, settings)
-    middleware = [Middleware(AccessControl, settings=settings)]
+    middleware = [Middleware(AccessControl, settings=settings), Middleware(UrlTextCheck)]
     bridge = None
     if settings.opencode_url:  # bridge mode: decided here, so that without it nothing changes
         from elicitation_gateway.server.bridge import Bridge

@@ -6,9 +6,9 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from mcp_types.jsonrpc import INVALID_PARAMS, ErrorData, JSONRPCError
-from starlette.responses import JSONResponse
 
 from elicitation_gateway.conversion.answers import Issue
+from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.server.schemas import (
     BadRequest,
     BadRequestData,
@@ -29,7 +29,7 @@ class ToolError(Exception):
         self.message = message
         self.jsonrpc_code = jsonrpc_code
 
-    def response(self) -> JSONResponse:
+    def response(self) -> JsonResponse:
         return tool_error(self.status, self.code, self.message)
 
 
@@ -42,11 +42,11 @@ class PayloadError(Exception):
         self.kind = kind
         self.status = status
 
-    def response(self) -> JSONResponse:
+    def response(self) -> JsonResponse:
         return bad_request(self.message, self.kind, status=self.status)
 
 
-def tool_error(http_status: int, code: str, message: str, status: Status | None = None) -> JSONResponse:
+def tool_error(http_status: int, code: str, message: str, status: Status | None = None) -> JsonResponse:
     """``status``: how an elicitation already finished, for a 409."""
     return json_response(GatewayError(error=code, message=message, status=status), http_status)
 
@@ -56,17 +56,17 @@ def bad_request(
     kind: Literal["Params", "Payload"],
     issues: Iterable[Issue] | None = None,
     status: int = 400,
-) -> JSONResponse:
+) -> JsonResponse:
     data = BadRequestData(message=message, kind=kind, issues=None if issues is None else list(issues))
     return json_response(BadRequest(data=data), status)
 
 
-def question_not_found(request_id: str) -> JSONResponse:
+def question_not_found(request_id: str) -> JsonResponse:
     body = QuestionNotFoundError(requestID=request_id, message=f"Question request not found: {request_id}")
     return json_response(body, 404)
 
 
-def jsonrpc_error(request_id: Any, code: int, message: str) -> JSONResponse:
+def jsonrpc_error(request_id: Any, code: int, message: str) -> JsonResponse:
     """Not ``json_response``: JSON-RPC wants ``"id": null`` when the id is unknown, and no ``data``."""
     body = JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
-    return JSONResponse(body.model_dump(mode="json", exclude={"error": {"data"}}))
+    return JsonResponse(body.model_dump(mode="json", exclude={"error": {"data"}}))

@@ -12,7 +12,6 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any, Literal
 
-import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
@@ -22,15 +21,7 @@ from starlette.routing import BaseRoute
 
 from elicitation_gateway import __version__
 from elicitation_gateway.conversion.schema import SchemaError
-from elicitation_gateway.gateway import (
-    CANCEL,
-    AlreadyFinished,
-    AskOptions,
-    Gateway,
-    LimitExceeded,
-    NotFound,
-    ShuttingDown,
-)
+from elicitation_gateway.gateway import CANCEL, AskOptions, Gateway, LimitExceeded, ShuttingDown, TooLarge
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores.base import StoreUnavailable
 
@@ -171,22 +162,10 @@ class McpEndpoint:
             record = await self.gateway.ask("", questions_schema(questions), options)
         except SchemaError as error:
             raise ToolError(error.message) from None
-        except (LimitExceeded, ShuttingDown, StoreUnavailable) as error:
+        except (LimitExceeded, ShuttingDown, StoreUnavailable, TooLarge) as error:
             raise ToolError(str(error)) from None
-        finished = False
-        try:
-            with self.gateway.tool_waiting(record.id):  # a stopping gateway gives this agent cancel
-                result = await self._final_result(record.id)
-            finished = True
-        except StoreUnavailable as error:
-            raise ToolError(str(error)) from None
-        finally:
-            if not finished:  # the agent went away: nobody is left to read the answer
-                with (
-                    anyio.CancelScope(shield=True),
-                    contextlib.suppress(NotFound, AlreadyFinished, StoreUnavailable),
-                ):
-                    await self.gateway.withdraw(record.id)
+        # Waits through a store outage; the agent going away (a cancellation) withdraws the question.
+        result = await self.gateway.final_result(record)
         action = result.get("action", CANCEL)
         answers = answers_of(len(questions), result) if action == "accept" else []
         outcome = QuestionAnswers(action=action, answers=answers)
@@ -194,15 +173,6 @@ class McpEndpoint:
             content=[TextContent(type="text", text=summary(questions, outcome))],
             structured_content=outcome.model_dump(mode="json"),
         )
-
-    async def _final_result(self, request_id: str) -> dict[str, Any]:
-        while True:
-            try:
-                record = await self.gateway.result(request_id, wait=self.gateway.settings.max_timeout)
-            except NotFound:  # forgotten after its retention period
-                return {"action": CANCEL}
-            if record.result is not None:
-                return record.result
 
 
 @contextlib.contextmanager

@@ -447,6 +447,17 @@ def _paths(ref: Ref) -> dict[str, Any]:
         "/healthz": {
             "get": {
                 "operationId": "healthz",
+                "summary": "Readiness, as `/readyz` (kept for existing probes).",
+                "responses": {
+                    "200": _json(ref(Healthz), "Serving."),
+                    "503": _json(ref(Healthz), "Not serving: store unavailable or shutting down."),
+                },
+            }
+        },
+        "/readyz": {
+            "get": {
+                "operationId": "readyz",
+                "summary": "Readiness: the store reached and writable, not stopping (`reason`: why not).",
                 "responses": {
                     "200": _json(ref(Healthz), "Serving."),
                     "503": _json(ref(Healthz), "Not serving: store unavailable or shutting down."),

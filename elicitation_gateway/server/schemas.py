@@ -13,12 +13,12 @@ from mcp.types import ElicitRequestFormParams, ElicitResult
 from mcp_types.jsonrpc import JSONRPCRequest, JSONRPCResponse
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
-from starlette.responses import JSONResponse
 
 from elicitation_gateway.conversion.answers import Issue
 from elicitation_gateway.conversion.fields import Field as ConversionField
 from elicitation_gateway.conversion.fields import Kind, Option
 from elicitation_gateway.conversion.schema import hints
+from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.models import QuestionInfo
 from elicitation_gateway.stores.base import Status
 
@@ -31,13 +31,13 @@ class Body(BaseModel):
 
 def json_response(
     body: BaseModel, status_code: int = 200, headers: Mapping[str, str] | None = None
-) -> JSONResponse:
+) -> JsonResponse:
     """``body`` on the wire, without its None fields.
 
     Encoded by the same ``json`` as Starlette's other bodies and the events (not ``model_dump_json``,
     which writes ``1e-05`` as ``1e-5``), so a number in a result or a form is the same bytes everywhere.
     """
-    return JSONResponse(body.model_dump(mode="json", by_alias=True, exclude_none=True), status_code, headers)
+    return JsonResponse(body.model_dump(mode="json", by_alias=True, exclude_none=True), status_code, headers)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -143,6 +143,9 @@ class FormField(Body):
     pattern: str | None = None
     min_items: int | None = None
     max_items: int | None = None
+    warning: str | None = Field(
+        None, description="A caution the person sees beside the question: it may ask for a secret."
+    )
     default: Any = Field(None, description="The property's default, as the content would carry it.")
     header: str
     question: str = Field(
@@ -193,13 +196,19 @@ class GlobalHealth(Body):
 
 
 class Healthz(Body):
-    """For orchestrators: serving only with its store reachable and not shutting down."""
+    """For orchestrators (`/readyz`, `/healthz`): serving only with its store reachable and writable,
+    and not shutting down."""
 
     status: Literal["ok", "unavailable"]
     store: Literal["ok", "unavailable"]
     upstream: Literal["ok", "unavailable"] | None = Field(
         None,
         description="The bridged OpenCode server's health; only in bridge mode (`GATEWAY_OPENCODE_URL`).",
+    )
+    reason: str | None = Field(
+        None,
+        description="Why it is not serving, for an operator (the store unreachable, its file deleted, its "
+        "disk full; shutting down; the upstream unreachable); absent while serving.",
     )
     version: str
 

@@ -46,7 +46,7 @@ logger = logging.getLogger(__name__)
 Role = Literal["tool", "answerer", "public"]
 BodyRule = Literal["json", "json_or_empty"]
 
-PUBLIC_PATHS = frozenset({"/global/health", "/healthz", "/livez", "/metrics", "/doc"})
+PUBLIC_PATHS = frozenset({"/global/health", "/healthz", "/livez", "/metrics", "/doc", "/readyz"})
 BASIC_REALM = 'Basic realm="Secure Area"'
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from starlette.middleware import Middleware
 from starlette.routing import Match
 
-DEFAULT_EXCLUDED_URLS = "/livez$,/healthz$,/metrics$,/global/health$"
+DEFAULT_EXCLUDED_URLS = "/livez$,/healthz$,/readyz$,/metrics$,/global/health$"
 """Regular expressions searched in each request's URL (without its query)."""
 
 

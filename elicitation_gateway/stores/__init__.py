@@ -19,4 +19,4 @@ def make_store(settings: Settings) -> Store:
         return SqliteStore.from_url(settings.store, **options)
     from elicitation_gateway.stores.redis import RedisStore  # imported here: the others need no Redis client
 
-    return RedisStore(settings.store, **options)
+    return RedisStore(settings.store, replica_liveness=settings.replica_liveness, **options)

@@ -121,7 +121,8 @@ class Subscription(ABC):
 
 
 class StoreUnavailable(Exception):
-    """The store cannot be reached now (a remote backend is down); the request may be retried."""
+    """The store cannot be reached or written now (a remote backend down, a file gone, a full disk);
+    the request may be retried."""
 
 
 class Store(ABC):
@@ -139,15 +140,28 @@ class Store(ABC):
 
     async def healthy(self) -> bool:
         """Whether the store can serve requests now (a remote store may be unreachable)."""
-        return True
+        return await self.problem() is None
+
+    async def problem(self) -> str | None:
+        """Why the store cannot serve requests now (unreachable, its file gone, its disk full), said
+        for an operator; None when it can. A store that failed to write tries a small write here, so
+        that it recovers without waiting for traffic."""
+        return None
 
     def tool_waits(self, request_id: str) -> None:  # noqa: B027  (optional hook)
-        """A tool waits for this pending record on a blocking request to this process. A durable store
-        notes it: after a crash nobody can collect the answer, and :meth:`abandoned` names it."""
+        """A tool waits for this pending record on a blocking request to this process. A durable or
+        shared store notes it: after a crash nobody can collect the answer, and :meth:`abandoned`
+        names it."""
+
+    def tool_done(self, request_id: str) -> None:  # noqa: B027  (optional hook)
+        """The tool no longer waits for this record on this process (it got its result, or its
+        question was withdrawn); also called for each id :meth:`abandoned` gave, once it is finished."""
 
     async def abandoned(self) -> list[str]:
-        """Pending records found at start whose tool waited on a blocking request to a process that
-        died (durable stores only): nobody can collect them any more."""
+        """Pending records whose tool waited on a blocking request to a process that died: nobody can
+        collect them any more, and the gateway withdraws them. A durable store names those found at
+        start; a shared store, those of replicas found gone since (called every second), until
+        :meth:`tool_done` says each is finished."""
         return []
 
     async def count_pending(self, session_id: str | None = None) -> int:
@@ -182,6 +196,10 @@ class Store(ABC):
     @abstractmethod
     async def wait(self, request_id: str, seconds: float) -> Record | None:
         """The record as soon as it is finished, or as it is after ``seconds``."""
+
+    def wake(self, request_id: str) -> None:  # noqa: B027  (optional hook)
+        """End the waits on this record now (they return it as it is): for a shutdown that could not
+        finish it."""
 
     @abstractmethod
     async def subscribe(self, last_event_id: str | None = None) -> Subscription:

@@ -85,6 +85,10 @@ class MemoryStore(Store):
                     await done.wait()
         return await self.get(request_id)
 
+    def wake(self, request_id: str) -> None:
+        if (done := self._done.pop(request_id, None)) is not None:
+            done.set()
+
     async def subscribe(self, last_event_id: str | None = None) -> LocalSubscription:
         seq = self._history_seq.get(last_event_id) if last_event_id else None
         if seq is None:

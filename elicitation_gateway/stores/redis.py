@@ -7,6 +7,9 @@ Keys (``prefix`` is ``gateway`` unless told otherwise)::
     {prefix}:pending        sorted set of pending ids, scored by creation time (oldest first)
     {prefix}:sessions       hash: pending questions per session
     {prefix}:events         stream of events, capped (``XADD MAXLEN ~``)
+    {prefix}:replica:{id}   a replica's liveness entry: refreshed every third of its lifetime
+    {prefix}:waits:{id}     set of the ids whose tool waits on a blocking request to that replica
+    {prefix}:replicas       set of the replicas that have such a set
 
 Every change is one Lua script, one round trip, that also appends its event to the stream: ``add``
 keeps a record, ``finish`` moves one out of the pending set only if it is still there. So a record
@@ -27,6 +30,14 @@ it back.
 
 When Redis cannot be reached, calls raise :class:`.StoreUnavailable`, local streams end
 (clients reconnect and replay), and the loop keeps retrying until Redis is back.
+
+A replica that dies leaves questions whose tool waited on it, and nobody can collect their answers.
+Each replica keeps a liveness entry that lapses unless refreshed, and notes in a set of its own the
+questions its tools wait for (sent in the background, batched: no round trip of a request's own).
+A replica that finds another's entry lapsed moves that replica's set into its own, in one script
+(so once across replicas), and the gateway withdraws those still pending (:meth:`RedisStore.abandoned`).
+It claims only once it has itself been connected for a whole lifetime: after an outage of Redis every
+replica refreshes its entry before any other may find it lapsed.
 """
 
 import asyncio
@@ -34,6 +45,10 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
+import secrets
+import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -71,6 +86,8 @@ READ_BLOCK_MS = 5000
 READ_BATCH = 500
 RETRY_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0)
 CLOSE_DRAIN_SECONDS = 2.0
+REPLICA_LIVENESS = 10.0
+"""Seconds a replica's liveness entry lasts unless refreshed (``GATEWAY_REPLICA_LIVENESS``)."""
 
 
 class Script:
@@ -242,6 +259,27 @@ return {entry, pending, in_session}
 """)
 
 
+_CLAIM = Script("""
+-- KEYS: replicas set, the gone replica's liveness entry, its waits set, this replica's waits set
+-- ARGV: the gone replica's id, this replica's id
+-- Moves the gone replica's waited-on ids into this replica's set; returns how many. Nothing while the
+-- replica is alive, or once another replica (or this one, sending it again) has claimed them.
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  return 0
+end
+local ids = redis.call('SMEMBERS', KEYS[3])
+for first = 1, #ids, 1000 do
+  redis.call('SADD', KEYS[4], unpack(ids, first, math.min(first + 999, #ids)))
+end
+redis.call('DEL', KEYS[3])
+redis.call('SREM', KEYS[1], ARGV[1])
+if #ids > 0 then
+  redis.call('SADD', KEYS[1], ARGV[2])
+end
+return #ids
+""")
+
+
 # ---------------------------------------------------------------------------------------------------
 # Event ids <-> stream ids
 
@@ -404,8 +442,24 @@ class RedisStore(Store):
         result_ttl: float = 600,
         subscriber_queue: int = 1000,
         prefix: str = "gateway",
+        replica_liveness: float = REPLICA_LIVENESS,
     ) -> None:
         self._url = url
+        self.replica_id = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
+        self._liveness = replica_liveness
+        self._replicas_key = f"{prefix}:replicas"
+        self._replica_prefix = f"{prefix}:replica:"
+        self._waits_prefix = f"{prefix}:waits:"
+        self._own_waits_key = self._waits_prefix + self.replica_id
+        self._waiting: set[str] = set()  # ids whose tool waits on this replica now
+        self._waits_to_add: set[str] = set()  # changes of this replica's waits set, not sent yet
+        self._waits_to_remove: set[str] = set()
+        self._waits_sender: asyncio.Task[None] | None = None
+        self._waits_lock = asyncio.Lock()
+        self._listed = False  # this replica is in the replicas set (said once, again after a lapse)
+        self._claimed: set[str] = set()  # gone replicas' waited-on ids, until the gateway finishes them
+        self._alive_since: float | None = None  # refreshing without a miss since (monotonic)
+        self._liveness_task: asyncio.Task[None] | None = None
         self._history_size = history_size
         self._result_ttl_ms = max(1, round(result_ttl * 1000))
         self._subscriber_queue = subscriber_queue
@@ -457,6 +511,7 @@ class RedisStore(Store):
         with contextlib.suppress(*UNREACHABLE):
             await self._follow_from_tail()
         self._reader_task = asyncio.get_running_loop().create_task(self._read_events())
+        self._liveness_task = asyncio.get_running_loop().create_task(self._keep_alive())
 
     async def close(self) -> None:
         if self._redis is None:
@@ -471,11 +526,14 @@ class RedisStore(Store):
                 while self._waiters:  # let woken waiters read their records before the pool closes
                     self._no_waiters.clear()
                     await self._no_waiters.wait()
-        if self._reader_task is not None:
+        for task in (self._reader_task, self._liveness_task, self._waits_sender):
             # redis-py can swallow a cancellation that lands just as a reply arrives: insist.
-            while not self._reader_task.done():
-                self._reader_task.cancel()
-                await asyncio.wait({self._reader_task}, timeout=0.1)
+            while task is not None and not task.done():
+                task.cancel()
+                await asyncio.wait({task}, timeout=0.1)
+        with contextlib.suppress(*UNREACHABLE, ResponseError, TimeoutError):
+            async with asyncio.timeout(CLOSE_DRAIN_SECONDS):
+                await self._leave()
         if self._scripts is not None:
             await self._scripts.close()
         if self._stream is not None and self._stream_pool is not None:
@@ -486,14 +544,135 @@ class RedisStore(Store):
                 await self._redis.aclose()
         self._redis = self._stream = self._stream_pool = self._scripts = None
 
-    async def healthy(self) -> bool:
+    async def problem(self) -> str | None:
         if not self._reading:
-            return False
+            return "the question store (Redis) is unreachable: not following its event stream"
         try:
             with self._reachable():
-                return bool(await self._client.ping())
-        except StoreUnavailable:
-            return False
+                await self._client.ping()
+        except StoreUnavailable as error:
+            cause = error.__cause__
+            return f"the question store (Redis) is unreachable: {cause}" if cause else str(error)
+        return None
+
+    # ---------------------------------------------------------------------------------------------
+    # Tools waiting on this replica, and those of replicas gone
+
+    def tool_waits(self, request_id: str) -> None:
+        self._waiting.add(request_id)
+        self._waits_to_remove.discard(request_id)
+        self._waits_to_add.add(request_id)
+        self._send_waits_soon()
+
+    def tool_done(self, request_id: str) -> None:
+        self._waiting.discard(request_id)
+        self._claimed.discard(request_id)
+        # Removed even if its addition seems not sent yet: a refresh may have queued it again.
+        self._waits_to_remove.add(request_id)
+        self._send_waits_soon()
+
+    async def abandoned(self) -> list[str]:
+        return list(self._claimed)
+
+    def _send_waits_soon(self) -> None:
+        """The changes of this replica's waits set go out on a task of their own, all those made
+        meanwhile together; failing, the liveness loop sends them once Redis is back."""
+        if self._waits_sender is None or self._waits_sender.done():
+            self._waits_sender = asyncio.get_running_loop().create_task(self._send_waits())
+
+    async def _send_waits(self) -> None:
+        # One sender at a time: an id added and then removed must reach Redis in that order.
+        async with self._waits_lock:
+            await self._send_waits_now()
+
+    async def _send_waits_now(self) -> None:
+        with contextlib.suppress(*UNREACHABLE, ResponseError, StoreUnavailable):
+            while self._waits_to_add or self._waits_to_remove:
+                adds, self._waits_to_add = self._waits_to_add, set()
+                removes, self._waits_to_remove = self._waits_to_remove, set()
+                try:
+                    async with self._client.pipeline(transaction=False) as pipe:
+                        if adds:  # before the removals: an id in both was added, then removed
+                            if not self._listed:
+                                pipe.sadd(self._replicas_key, self.replica_id)
+                            pipe.sadd(self._own_waits_key, *adds)
+                        if removes:
+                            pipe.srem(self._own_waits_key, *removes)
+                        await pipe.execute()
+                    self._listed = self._listed or bool(adds)
+                except BaseException:
+                    self._waits_to_add |= adds
+                    self._waits_to_remove |= removes
+                    raise
+
+    async def _keep_alive(self) -> None:
+        """Refresh this replica's liveness entry, send what its waits set still lacks, and claim the
+        waited-on questions of replicas whose entry lapsed."""
+        while True:
+            try:
+                with self._reachable():
+                    await self._refresh()
+                    await self._send_waits()
+                    now = time.monotonic()
+                    self._alive_since = self._alive_since or now
+                    if now - self._alive_since >= self._liveness:
+                        await self._claim_orphans()
+            except asyncio.CancelledError:
+                raise
+            except (StoreUnavailable, ResponseError):
+                self._alive_since = None
+            except Exception:
+                logger.exception("unexpected error while keeping this replica's liveness entry")
+                self._alive_since = None
+            await asyncio.sleep(self._liveness / 3)
+
+    async def _refresh(self) -> None:
+        lived = await self._client.set(
+            self._replica_prefix + self.replica_id, "1", px=max(1, round(self._liveness * 1000)), get=True
+        )
+        if lived is None:
+            # The entry had lapsed (Redis lost it, or this replica was cut off for long): another
+            # replica may have claimed this one's set meanwhile. What its tools wait for goes again.
+            self._listed = False
+            self._waits_to_add |= self._waiting - self._waits_to_remove
+
+    async def _claim_orphans(self) -> None:
+        replicas = [r for r in await self._client.smembers(self._replicas_key) if r != self.replica_id]
+        if not replicas:
+            return
+        async with self._client.pipeline(transaction=False) as pipe:
+            for replica in replicas:
+                pipe.exists(self._replica_prefix + replica)
+            alive = await pipe.execute()
+        gone = [replica for replica, exists in zip(replicas, alive, strict=True) if not exists]
+        for replica in gone:
+            keys = [
+                self._replicas_key,
+                self._replica_prefix + replica,
+                self._waits_prefix + replica,
+                self._own_waits_key,
+            ]
+            moved = await self._scripts_batched.run(_CLAIM, keys, [replica, self.replica_id])
+            if moved:
+                logger.warning(
+                    "replica %s is gone: withdrawing the %d questions its tools waited for", replica, moved
+                )
+        if gone:
+            # Whatever this replica's set holds that none of its tools waits for is a claimed orphan
+            # (read from Redis: a claim sent again after a lost reply says 0).
+            members = await self._client.smembers(self._own_waits_key)
+            self._claimed |= set(members) - self._waiting - self._waits_to_remove - self._waits_to_add
+
+    async def _leave(self) -> None:
+        """On close: the liveness entry goes, so that what tools still waited for here (the store was
+        unreachable at shutdown) is claimed at once; with nothing left, so does the waits set."""
+        await self._send_waits()
+        async with self._client.pipeline(transaction=False) as pipe:
+            pipe.delete(self._replica_prefix + self.replica_id)
+            pipe.scard(self._own_waits_key)
+            _, left = await pipe.execute()
+        if not left:
+            await self._client.srem(self._replicas_key, self.replica_id)
 
     # ---------------------------------------------------------------------------------------------
     # Records
@@ -599,6 +778,10 @@ class RedisStore(Store):
                 if not self._waiters:
                     self._no_waiters.set()
 
+    def wake(self, request_id: str) -> None:
+        for woken in self._waiters.get(request_id, ()):
+            woken.set()
+
     # ---------------------------------------------------------------------------------------------
     # Events
 
@@ -658,7 +841,7 @@ class RedisStore(Store):
                 elif self._counts is None:
                     await self._count_again()
                 if failures:
-                    logger.warning("Redis is reachable again; event streams resume")
+                    logger.info("Redis is reachable again; event streams resume")
                     failures = 0
                 read = 0
                 for stream_id, fields in await self._read_stream():
@@ -676,7 +859,9 @@ class RedisStore(Store):
                 raise
             except UNREACHABLE as error:
                 if failures == 0:
-                    logger.warning("Redis is unreachable (%s); event streams end until it is back", error)
+                    logger.error(  # noqa: TRY400  (an outage, not a bug: no traceback)
+                        "Redis is unreachable (%s); event streams end until it is back", error
+                    )
                 self._reading = False
                 self._progress.set()
                 self._drop_local_listeners()
@@ -716,6 +901,8 @@ class RedisStore(Store):
             self._cursor = info["last-generated-id"]
             self._position = info.get("entries-added")  # absent before Redis 7: not checked then
         self._reading = True
+        # Those who began waiting while the loop was not following may have missed their finish.
+        self._wake_all_waiters()
 
     async def _count_again(self) -> dict[str, Any] | None:
         """Take the pending counts from Redis, as of the stream's last entry (read together with them):

@@ -19,6 +19,14 @@ keeps each change atomic as in memory. A committed transaction survives the proc
 (it is in the operating system's cache); only a power loss or a kernel crash may lose the last ones,
 which ``?synchronous=full`` prevents with an fsync per commit. Checkpoints, which fsync, run in a
 thread on a connection of their own, so they never stall the loop.
+
+Faults: a write that SQLite refuses (a full disk, an I/O error), or any write once the file at the
+path is no longer the one this store opened (deleted, moved away or replaced: checked with a
+``stat`` before each one), raises :class:`.StoreUnavailable` and changes nothing, in the file or in
+memory; the first logs one ERROR, the first write that works again one INFO. :meth:`SqliteStore.problem`
+says why (``/readyz``) and retries a small write, so a freed disk is noticed without traffic. A file
+deleted while the gateway runs is written back to its path from the open database when the store
+closes (a graceful stop), so a restart finds everything; a checkpoint never creates a file.
 """
 
 import asyncio
@@ -34,7 +42,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from elicitation_gateway import events, ids
-from elicitation_gateway.stores.base import Record, Status
+from elicitation_gateway.stores.base import Record, Status, StoreUnavailable
 from elicitation_gateway.stores.memory import MemoryStore
 
 logger = logging.getLogger(__name__)
@@ -125,6 +133,8 @@ class SqliteStore(MemoryStore):
         self._checkpoint: asyncio.Task[None] | None = None
         self._commits = 0
         self._lock: int | None = None
+        self._identity: tuple[int, int] | None = None  # (device, inode) of the file this store opened
+        self._fault: str | None = None  # why writes fail now; None while they work
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> "SqliteStore":
@@ -149,6 +159,8 @@ class SqliteStore(MemoryStore):
             raise SqliteStoreError(
                 f"the question store {self.path} is in use by another gateway (one process per file)"
             ) from None
+        opened = os.fstat(self._lock)
+        self._identity = (opened.st_dev, opened.st_ino)
         try:
             db = sqlite3.connect(self.path, isolation_level=None, timeout=1, check_same_thread=False)
         except sqlite3.Error as error:
@@ -158,12 +170,14 @@ class SqliteStore(MemoryStore):
             self._prepare(db)
             self._db = db
             self._load()
-        except (sqlite3.Error, SqliteStoreError) as error:
+        except (sqlite3.Error, SqliteStoreError, StoreUnavailable) as error:
             db.close()
             self._db = None
             self._unlock()
             if isinstance(error, SqliteStoreError):
                 raise
+            if isinstance(error, StoreUnavailable):
+                raise SqliteStoreError(str(error)) from None
             raise SqliteStoreError(self._explain(error)) from None
 
     async def close(self) -> None:
@@ -172,10 +186,14 @@ class SqliteStore(MemoryStore):
             with contextlib.suppress(Exception):
                 await self._checkpoint
         if self._db is not None:
+            moved = self._moved()
             with contextlib.suppress(sqlite3.Error):
                 self._trim(self._db, self._seq)
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            self._db.close()
+            if moved:
+                self._write_back(moved)  # closes the connection
+            else:
+                self._db.close()
             self._db = None
         self._unlock()
 
@@ -293,16 +311,36 @@ class SqliteStore(MemoryStore):
 
     def tool_waits(self, request_id: str) -> None:
         try:  # one statement: a transaction of its own
-            self._connection.execute(
-                "UPDATE records SET waited_on = 1 WHERE id = ? AND status = 'pending'", (request_id,)
-            )
+            with self._writing():
+                self._connection.execute(
+                    "UPDATE records SET waited_on = 1 WHERE id = ? AND status = 'pending'", (request_id,)
+                )
             self._wrote()
-        except (sqlite3.Error, SqliteStoreError) as error:  # then it only times out after a crash
+        except StoreUnavailable:  # logged once as the store's fault; then it only times out after a crash
+            pass
+        except (sqlite3.Error, SqliteStoreError) as error:
             logger.warning("could not note that a tool waits for %s: %s", request_id, error)
 
     async def abandoned(self) -> list[str]:
         waited_on, self._waited_on = self._waited_on, []
         return [request_id for request_id in waited_on if request_id in self._pending]
+
+    async def problem(self) -> str | None:
+        """Checks that the path still holds this store's file (a ``stat``); after a failed write, tries
+        a small one (the schema version, written again), so that a freed disk is noticed by the
+        readiness probe alone."""
+        if self._db is None:
+            return f"the question store {self.path} is not open"
+        try:
+            if self._fault is None:
+                with self._writing():
+                    pass
+            else:
+                with self._transaction() as db:
+                    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        except StoreUnavailable as error:
+            return str(error)
+        return None
 
     # ---------------------------------------------------------------------------------------------
 
@@ -316,15 +354,89 @@ class SqliteStore(MemoryStore):
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         """One atomic change: committed when the block ends, rolled back if it raises."""
         db = self._connection
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            yield db
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+        with self._writing():
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        db.execute("ROLLBACK")
+                raise
         self._wrote()
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Around every write: none once the path holds another file (or none), and SQLite's refusals
+        (a full disk, an I/O error) as :class:`.StoreUnavailable`, the first of them logged."""
+        if moved := self._moved():
+            raise self._failing(
+                f"the question store {self.path} was {moved} while the gateway ran; it takes no changes "
+                "until the file is back (a graceful stop writes what it holds back to the path)"
+            )
+        try:
+            yield
+        except sqlite3.Error as error:
+            if not isinstance(error, sqlite3.OperationalError) and type(error) is not sqlite3.DatabaseError:
+                raise  # a constraint or a misuse: a bug, not the disk
+            raise self._failing(f"the question store {self.path} cannot be written: {error}") from error
+
+    def _moved(self) -> str | None:
+        """``deleted`` or ``replaced`` when the path no longer leads to the file this store opened."""
+        try:
+            found = os.stat(self.path)
+        except FileNotFoundError:
+            return "deleted"
+        except OSError:
+            return None  # it cannot say: let SQLite's own errors tell
+        return None if (found.st_dev, found.st_ino) == self._identity else "replaced"
+
+    def _failing(self, reason: str) -> StoreUnavailable:
+        if self._fault is None:
+            logger.error("%s; writes answer 503 until it works again", reason)
+        self._fault = reason
+        return StoreUnavailable(reason)
+
+    def _write_back(self, moved: str) -> None:
+        """The open database, copied to a new file at the path (deleted) or beside it (replaced), so
+        that a restart loses nothing. Closes the connection."""
+        db = self._connection
+        target = (
+            self.path if moved == "deleted" else self.path.with_name(f"{self.path.name}.{os.getpid()}.saved")
+        )
+        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        try:
+            copy = sqlite3.connect(temporary, isolation_level=None)
+            try:
+                db.backup(copy)
+                copy.execute("PRAGMA journal_mode=DELETE")  # one file, no log beside it
+                copy.execute("PRAGMA journal_mode=WAL")
+            finally:
+                copy.close()
+            db.close()
+            if moved == "deleted":
+                # The deleted file's log and index stay at the path's names after SQLite closes it
+                # (it does not checkpoint a file that moved): they would be applied to the new file.
+                for suffix in ("-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(f"{self.path}{suffix}")
+            os.rename(temporary, target)
+        except (OSError, sqlite3.Error) as error:
+            with contextlib.suppress(sqlite3.Error):
+                db.close()
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            logger.error(  # noqa: TRY400  (the reason is the message; no traceback)
+                "could not write the question store back to %s: %s; its questions are lost", target, error
+            )
+            return
+        logger.warning(
+            "the question store %s was %s while the gateway ran; what it held is in %s",
+            self.path,
+            moved,
+            target,
+        )
 
     def _append(self, db: sqlite3.Connection, event: events.Event) -> None:
         db.execute(
@@ -339,12 +451,15 @@ class SqliteStore(MemoryStore):
 
     def _forget(self, request_id: str) -> None:
         super()._forget(request_id)
-        if self._db is not None:
-            with contextlib.suppress(sqlite3.Error), self._transaction() as db:
+        if self._db is not None:  # failing, the row goes at the next start (past its retention)
+            with contextlib.suppress(sqlite3.Error, StoreUnavailable), self._transaction() as db:
                 db.execute("DELETE FROM records WHERE id = ? AND status != 'pending'", (request_id,))
 
     def _wrote(self) -> None:
         """Start a checkpoint in a thread once the log has grown: it fsyncs, the loop must not."""
+        if self._fault is not None:
+            logger.info("the question store %s is written again", self.path)
+            self._fault = None
         self._commits += 1
         if self._commits < CHECKPOINT_COMMITS or (self._checkpoint and not self._checkpoint.done()):
             return
@@ -352,8 +467,13 @@ class SqliteStore(MemoryStore):
         self._checkpoint = asyncio.get_running_loop().create_task(asyncio.to_thread(self._checkpoint_now))
 
     def _checkpoint_now(self) -> None:
+        if self._moved():  # the path's file, if any, is not this store's
+            return
         with contextlib.suppress(sqlite3.Error):
-            db = sqlite3.connect(self.path, isolation_level=None, timeout=1)
+            # mode=rw: never creates a file, should the path be emptied meanwhile
+            db = sqlite3.connect(
+                f"{self.path.absolute().as_uri()}?mode=rw", uri=True, isolation_level=None, timeout=1
+            )
             try:
                 db.execute("PRAGMA wal_checkpoint(PASSIVE)")
             finally:

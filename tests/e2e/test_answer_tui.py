@@ -116,6 +116,11 @@ def tab_labels(view: RequestView) -> list[str]:
     return [tab.label.plain for tab in view.query_one(Tabs).query("Tab")]
 
 
+def screen_lines(app: AnswerApp) -> list[str]:
+    """The screen as a person sees it, one string per line."""
+    return [strip.text.rstrip() for strip in app.screen._compositor.render_strips()]
+
+
 async def test_a_draft_starts_from_the_gateways_defaults(client):
     await client.post("/elicitations", json=form(EVERY_KIND, "Excavator diagnosis"))
     [request] = await pending(client)
@@ -275,6 +280,48 @@ async def test_requests_show_oldest_first_and_vanish_when_finished_elsewhere(ser
         assert "nothing waiting" in status_text(app)
     assert (await first).json() == {"action": "accept", "content": {"value": "b"}}
     assert (await second).json() == {"action": "cancel"}
+
+
+async def test_a_question_that_may_ask_for_a_secret_shows_the_gateways_warning_beside_it(server, client):
+    """The form's ``warning`` under that question's own words, on its tab only; answering still works."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "code": {
+                "type": "string",
+                "title": "Verification code",
+                "description": "The code from the text message we just sent",
+            },
+            "reason": {"type": "string", "title": "Reason", "description": "Why do you sign in?"},
+        },
+        "required": ["code"],
+    }
+    tool = ask(client, form(schema, "Sign in to the build server"))
+    [request] = await pending(client)
+    fields = (await client.get(f"/question/{request['id']}/form")).json()["fields"]
+    warning = fields[0]["warning"]
+    assert "may ask for a verification code" in warning
+    assert fields[1].get("warning") is None
+    app = answerer(server)
+    async with app.run_test(size=(100, 30)) as pilot:
+        view = await shown(pilot, request["id"])
+        lines = screen_lines(app)
+        question_line = lines.index(" The code from the text message we just sent")
+        # Right under the question's own words, marked, wrapped to the pane's width, then a blank line.
+        end = lines.index("", question_line)
+        shown_warning = lines[question_line + 1 : end]
+        assert shown_warning[0].lstrip().startswith("⚠ This question may ask for a verification code.")
+        assert " ".join(" ".join(shown_warning).replace("⚠", "").split()) == warning
+        assert lines[end + 1].startswith(" required · ")
+        assert "\n".join(lines).count("may ask for") == 1  # the form's text does not repeat it
+        await pilot.press(*"482913", "enter")
+        await on_tab(pilot, view, 1)
+        assert not any("may ask for" in line for line in screen_lines(app))
+        await pilot.press(*"Release 4.2", "enter")
+        await on_tab(pilot, view, 2)
+        await pilot.press("enter")
+        result = (await tool).json()
+    assert result == {"action": "accept", "content": {"code": "482913", "reason": "Release 4.2"}}
 
 
 async def test_escape_dismisses_and_ctrl_d_or_d_on_confirm_declines(server, client):

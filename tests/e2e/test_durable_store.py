@@ -1,13 +1,19 @@
-"""A gateway on a SQLite file, killed with SIGKILL and started again on the same file: real processes."""
+"""A gateway on a SQLite file, killed with SIGKILL and started again on the same file, its file deleted
+while it runs, its disk full: real processes."""
 
 import asyncio
+import re
+import resource
+import signal
+import subprocess
 import time
+from pathlib import Path
 
 import httpx
 
 from elicitation_gateway.client import GatewayClient
 from tests.e2e.test_cli import free_port, gateway_process
-from tests.helpers import ask, form, read_events, text_properties
+from tests.helpers import ask, form, pending, read_events, text_properties, until
 
 QUESTION = form(text_properties(1))
 
@@ -101,3 +107,120 @@ async def test_the_python_client_gets_its_answer_across_a_kill_and_restart(tmp_p
                 assert reply.status_code == 200
                 result = await asyncio.wait_for(eliciting, 15)
     assert (result.action, result.content) == ("accept", {"k0": "yes"})
+
+
+# ---------------------------------------------------------------------------------------------------
+# Faults: the file deleted while the gateway runs, a full disk
+
+
+LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d [\d:,]+ (?P<level>[A-Z]+) (?P<logger>\S+): (?P<message>.*)$")
+
+
+def log_entries(output: str) -> list[dict[str, str]]:
+    """The log lines a gateway printed, each as its level (lower case), logger and message."""
+    entries = []
+    for line in output.splitlines():
+        if found := LOG_LINE.match(line):
+            entries.append({**found.groupdict(), "level": found["level"].lower()})
+    return entries
+
+
+def stopped(process: subprocess.Popen) -> str:
+    """SIGTERM, as an operator stops it; the rest of what it printed."""
+    process.send_signal(signal.SIGTERM)
+    process.wait(20)
+    assert process.stdout is not None
+    return process.stdout.read()
+
+
+async def ready(client: httpx.AsyncClient) -> bool:
+    return (await client.get("/readyz")).status_code == 200
+
+
+def assert_store_unavailable(response: httpx.Response, words: str) -> None:
+    assert response.status_code == 503, response.text
+    assert response.headers["retry-after"] == "1"
+    assert response.json()["error"] == "store_unavailable"
+    assert words in response.json()["message"]
+
+
+async def test_a_deleted_file_is_503_with_a_reason_and_a_graceful_stop_writes_it_back(tmp_path):
+    path = tmp_path / "gateway.db"
+    store = f"sqlite:///{path}"
+    with gateway_process("--port", "0", "--store", store) as (process, url):
+        async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+            answered = await created(client)
+            assert (
+                await client.post(f"/question/{answered}/reply", json={"answers": [["a"]]})
+            ).status_code == 200
+            kept = await created(client)
+            blocking = ask(client, QUESTION)
+            [_, blocking_id] = [question["id"] for question in await pending(client, 2)]
+            path.unlink()
+
+            assert_store_unavailable(await client.post("/elicitations", json=QUESTION), "was deleted")
+            reply = await client.post(f"/question/{kept}/reply", json={"answers": [["b"]]})
+            assert_store_unavailable(reply, "was deleted")
+            readiness = await client.get("/readyz")
+            assert readiness.status_code == 503
+            assert readiness.json()["store"] == "unavailable"
+            assert "gateway.db was deleted" in readiness.json()["reason"]
+            assert (await client.get("/healthz")).json() == readiness.json()
+            assert (await client.get("/livez")).status_code == 200
+            assert await listed(client) == [kept, blocking_id]  # still held, still shown
+            assert not blocking.done()
+            assert not path.exists()
+
+            output = await asyncio.to_thread(stopped, process)
+            # Its question's withdrawal could not be written: the tool gets cancel all the same.
+            assert (await blocking).json() == {"action": "cancel"}
+
+    errors = [entry for entry in log_entries(output) if entry["level"] in ("error", "critical")]
+    assert [entry["logger"] for entry in errors] == ["elicitation_gateway.stores.sqlite"], errors
+    assert "was deleted" in errors[0]["message"]
+    assert path.exists(), "the graceful stop wrote what the gateway held back to the path"
+
+    with gateway_process("--port", "0", "--store", store) as (process, url):
+        async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+            assert await listed(client) == [kept]
+            assert (await client.get(f"/elicitations/{blocking_id}")).json()["status"] == "cancelled"
+            assert (await client.get(f"/elicitations/{answered}")).json()["result"] == {
+                "action": "accept",
+                "content": {"k0": "a"},
+            }
+            reply = await client.post(f"/question/{kept}/reply", json={"answers": [["b"]]})
+            assert reply.status_code == 200
+
+
+async def test_a_full_disk_is_503_and_the_gateway_recovers_when_it_is_freed(tmp_path):
+    """The gateway's file size limit (``RLIMIT_FSIZE``, SIGXFSZ ignored as Python does) set to what its
+    write-ahead log holds: SQLite can write nothing more, as on a full disk."""
+    path = tmp_path / "gateway.db"
+    with gateway_process("--port", "0", "--store", f"sqlite:///{path}") as (process, url):
+        async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+            kept = await created(client)
+            full = await asyncio.to_thread(lambda: Path(f"{path}-wal").stat().st_size)
+            resource.prlimit(process.pid, resource.RLIMIT_FSIZE, (full, resource.RLIM_INFINITY))
+            try:
+                assert_store_unavailable(
+                    await client.post("/elicitations", json=QUESTION), "cannot be written"
+                )
+                reply = await client.post(f"/question/{kept}/reply", json={"answers": [["b"]]})
+                assert_store_unavailable(reply, "cannot be written")
+                readiness = await client.get("/readyz")
+                assert readiness.status_code == 503
+                assert "cannot be written" in readiness.json()["reason"]
+                assert await listed(client) == [kept]
+            finally:
+                resource.prlimit(process.pid, resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY,) * 2)
+            await until(lambda: ready(client), what="the readiness check's own write works again")
+            reply = await client.post(f"/question/{kept}/reply", json={"answers": [["b"]]})
+            assert reply.status_code == 200
+            assert (await client.post("/elicitations", json=QUESTION)).status_code == 201
+            output = await asyncio.to_thread(stopped, process)
+
+    entries = log_entries(output)
+    errors = [entry["message"] for entry in entries if entry["level"] in ("error", "critical")]
+    assert len(errors) == 1, errors
+    assert "cannot be written" in errors[0]
+    assert any("written again" in entry["message"] for entry in entries if entry["level"] == "info")

@@ -33,10 +33,11 @@ LISTENING = re.compile(rb"listening on (http://\S+)")
 class Replica:
     """One gateway process; ``start()`` again after a kill gives a new process on a new port."""
 
-    def __init__(self, name: str, store: str, directory: Path) -> None:
+    def __init__(self, name: str, store: str, directory: Path, env: dict[str, str] | None = None) -> None:
         self.name = name
         self.store = store
         self.directory = directory
+        self.env = env or {}
         self.process: subprocess.Popen[bytes] | None = None
         self.url = ""
         self._starts = 0
@@ -47,7 +48,7 @@ class Replica:
         self._starts += 1
         self.output = self.directory / f"{self.name}-{self._starts}.log"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "OPENCODE_"))}
-        env.update({"GATEWAY_SHUTDOWN_GRACE": "3", "GATEWAY_DIRECTORY": "/srv/replicas"})
+        env.update({"GATEWAY_SHUTDOWN_GRACE": "3", "GATEWAY_DIRECTORY": "/srv/replicas", **self.env})
         with self.output.open("wb") as output:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "elicitation_gateway", "--port", "0", "--store", self.store],
@@ -96,8 +97,10 @@ class Replica:
         return httpx.AsyncClient(base_url=self.url, timeout=10)
 
 
-def start_replicas(names: str, store: str, directory: Path) -> list[Replica]:
-    replicas = [Replica(name, store, directory) for name in names]
+def start_replicas(
+    names: str, store: str, directory: Path, env: dict[str, str] | None = None
+) -> list[Replica]:
+    replicas = [Replica(name, store, directory, env) for name in names]
     for replica in replicas:  # start them side by side: each takes a moment to import
         replica.launch()
     return [replica.wait_until_listening() for replica in replicas]
@@ -223,6 +226,37 @@ async def test_a_timeout_fires_once_for_the_whole_cluster(replicas, clients, red
     body = (await c.get(f"/elicitations/{request_id}")).json()
     assert (body["status"], body["result"]) == ("expired", {"action": "cancel"})
     assert await listed(b) == []
+
+
+async def test_a_replica_killed_while_its_tool_waits_has_its_question_withdrawn_by_another(
+    make_redis_server, tmp_path
+):
+    """SIGKILL: nobody can collect that answer any more. Another replica finds the killed one's
+    liveness entry lapsed and withdraws its question (tools get nothing, answerers see
+    ``question.rejected``), within about one liveness period; a live replica's question stays."""
+    liveness = 1.5
+    redis = make_redis_server().start()
+    env = {"GATEWAY_REPLICA_LIVENESS": str(liveness)}
+    killed, other = start_replicas("KO", redis.url, tmp_path, env)
+    try:
+        async with killed.client() as on_killed, other.client() as on_other, read_events(on_other) as events:
+            tool = ask(on_killed, form(COLOR_SCHEMA))
+            waited = (await events.next("question.asked")).properties["id"]
+            kept = await create(on_killed)  # nobody waits on this one: it stays for the others
+            await events.next("question.asked")
+            await asyncio.sleep(2 * liveness)  # the live replica's entry is refreshed meanwhile
+            assert sorted(await listed(on_other)) == sorted([waited, kept])
+
+            killed.kill()
+            rejected = await events.next("question.rejected", timeout=2 * liveness + 5)
+            assert rejected.properties["requestID"] == waited
+            body = (await on_other.get(f"/elicitations/{waited}")).json()
+            assert (body["status"], body["result"]) == ("cancelled", {"action": "cancel"})
+            assert await listed(on_other) == [kept]
+            assert isinstance(tool.exception(), httpx.TransportError)
+    finally:
+        killed.kill()
+        other.kill()
 
 
 async def test_two_replies_racing_on_two_replicas(clients):

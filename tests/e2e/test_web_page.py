@@ -450,6 +450,68 @@ async def test_text_from_tools_is_shown_as_text(server, open_page):
         }
 
 
+async def test_a_question_that_may_ask_for_a_secret_shows_the_gateways_warning_beside_it(server, open_page):
+    """The form's ``warning``, between that question's words and its input, read with the input, and
+    on no other question; the page shows it once (the form's ``question`` carries it too)."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "code": {
+                "type": "string",
+                "title": "Verification code",
+                "description": "The code from the text message we just sent",
+            },
+            "method": {
+                "type": "string",
+                "title": "Method",
+                "description": "How do you sign in: with a password or a passkey?",
+                "enum": ["Password", "Passkey"],
+            },
+            "reason": {"type": "string", "title": "Reason", "description": "Why do you sign in?"},
+        },
+        "required": ["code", "method"],
+    }
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
+        tool = ask(client, form(schema, "Sign in to the build server"))
+        [request] = await pending(client)
+        fields = (await client.get(f"/question/{request['id']}/form")).json()["fields"]
+        warning = fields[0]["warning"]
+        assert "may ask for a verification code" in warning
+        assert f"⚠ {warning}" in fields[0]["question"]
+        assert [field.get("warning") for field in fields[1:]] == [None, None]
+
+        tab = await open_page(server.url)
+        card = tab.card("Sign in to the build server")
+        code = question(card, "code")
+        shown = code.get_by_role("note")
+        await expect(shown).to_have_text(warning)
+        await expect(shown).to_be_visible()
+        await expect(code.locator("input")).to_have_accessible_description(re.compile(re.escape(warning)))
+        # Beside its question: under the question's words, above the input; marked apart from them.
+        words, note, entry = [
+            await part.bounding_box()
+            for part in (code.locator(".question-text"), shown, code.locator("input"))
+        ]
+        assert words is not None
+        assert note is not None
+        assert entry is not None
+        assert words["y"] + words["height"] <= note["y"] < entry["y"]
+        border, mark = await shown.evaluate(
+            "node => [getComputedStyle(node).borderLeftWidth, getComputedStyle(node, '::before').content]"
+        )
+        assert border == "4px"
+        assert "⚠" in mark
+        await expect(card.get_by_role("note")).to_have_count(1)  # no other question has one
+        assert (await card.inner_text()).count("may ask for") == 1
+        await screenshot(tab.page, "web-page-warning.png")
+
+        await code.locator("input").fill("482913")
+        await question(card, "method").get_by_role("radio", name="Passkey").check()
+        await card.get_by_role("button", name="Submit").click()
+        assert (await tool).json() == {"action": "accept", "content": {"code": "482913", "method": "Passkey"}}
+        await expect(tab.card()).to_have_count(0)
+
+
 async def test_keyboard_alone_answers(server, open_page):
     schema = {
         "type": "object",

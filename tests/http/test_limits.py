@@ -113,11 +113,12 @@ async def test_subscribers(make_server):
     "prop",
     [
         ("password", {"type": "string"}),
+        ("password", {}),
         ("apiKey", {"type": "string"}),
-        ("x", {"type": "string", "title": "GitHub token"}),
+        ("x", {"type": "string", "title": "GitHub personal access token"}),
         ("card_number", {"type": "string"}),
-        ("x", {"type": "string", "description": "Your credit card"}),
         ("x", {"type": "string", "format": "password"}),
+        ("x", {"anyOf": [{"type": "string", "title": "Private key"}, {"type": "null"}]}),
     ],
 )
 async def test_questions_asking_for_secrets_are_refused(client, prop):
@@ -127,6 +128,27 @@ async def test_questions_asking_for_secrets_are_refused(client, prop):
     assert refused.json()["error"] == "sensitive_question"
     assert f"requestedSchema.properties.{key}" in refused.json()["message"]
     await assert_nothing_pending(client)
+
+
+@pytest.mark.parametrize(
+    ("key", "prop", "what"),
+    [
+        ("x", {"type": "string", "title": "GitHub token"}, "a token"),
+        ("x", {"type": "string", "description": "Your credit card"}, "payment card details"),
+        ("pin", {"type": "string"}, "a PIN"),
+        ("code", {"type": "string", "title": "Verification code"}, "a verification code"),
+    ],
+)
+async def test_questions_that_may_ask_for_secrets_are_asked_with_a_warning(client, key, prop, what):
+    """Weaker signs, or a secret named only in the description: asked, and the person is warned, in
+    the question's text (for OpenCode clients) and in its form (for the page and the terminal)."""
+    created = await client.post("/elicitations", json=form({"type": "object", "properties": {key: prop}}))
+    assert created.status_code == 201, created.text
+    request_id = created.json()["id"]
+    [listed] = (await client.get("/question")).json()
+    assert f"may ask for {what}" in listed["questions"][0]["question"]
+    [field] = (await client.get(f"/question/{request_id}/form")).json()["fields"]
+    assert f"may ask for {what}" in field["warning"]
 
 
 async def test_secrets_may_be_allowed_by_setting(make_server):
@@ -139,11 +161,22 @@ async def test_secrets_may_be_allowed_by_setting(make_server):
 
 
 async def test_harmless_words_are_not_mistaken_for_secrets(client):
+    """Numbers, booleans and choices are never judged, whatever their words say; free text only by the
+    words of its key and title, not by parts of words."""
     properties = {
         "max_tokens": {"type": "integer"},
+        "budget": {"type": "integer", "title": "Token budget"},
+        "favourite": {
+            "type": "integer",
+            "description": "Your favourite number (not your phone number, PIN or any other sensitive detail)",
+        },
+        "remember": {"type": "boolean", "title": "Remember my password"},
+        "method": {"type": "string", "title": "Sign-in method", "enum": ["password", "passkey"]},
         "passport_country": {"type": "string"},
         "card_game": {"type": "string", "title": "Favourite card game"},
+        "passwordless_email": {"type": "string"},
     }
-    assert (
-        await client.post("/elicitations", json=form({"type": "object", "properties": properties}))
-    ).status_code == 201
+    created = await client.post("/elicitations", json=form({"type": "object", "properties": properties}))
+    assert created.status_code == 201, created.text
+    fields = (await client.get(f"/question/{created.json()['id']}/form")).json()["fields"]
+    assert [field.get("warning") for field in fields] == [None] * len(properties)

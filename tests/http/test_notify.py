@@ -1,9 +1,13 @@
-"""Notifications of new questions (GATEWAY_NOTIFY) on a real gateway, with a loopback HTTP receiver
-standing in for the notifier (Apprise's ``json://`` URL): delivered, receiver down, receiver slow."""
+"""Notifications of new questions (GATEWAY_NOTIFY) on a real gateway, with loopback HTTP receivers
+standing in for the targets (Apprise's ``json://`` URL): delivered, down, slow, failing, and one that
+never finishes answering beside a good one."""
 
 import asyncio
+import contextlib
 import json
+import logging
 import socket
+import threading
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -11,6 +15,9 @@ from typing import Any
 import httpx
 import pytest
 from aiohttp import web
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.helpers import until
 
 pytest_plugins = ["tests.redis_server"]
 
@@ -29,10 +36,12 @@ PARAMS = {
 
 
 class Receiver:
-    """An HTTP server on a free loopback port that keeps every POST it gets."""
+    """An HTTP server on a free loopback port that keeps every POST it gets; it answers the first
+    ``failures`` of them with a 500."""
 
-    def __init__(self, delay: float = 0) -> None:
+    def __init__(self, delay: float = 0, failures: int = 0) -> None:
         self.delay = delay
+        self.failures = failures
         self.posts: list[dict[str, Any]] = []
         self.received = asyncio.Event()
         self.port = 0
@@ -42,11 +51,13 @@ class Receiver:
         self.posts.append({"body": await request.text(), "headers": dict(request.headers)})
         self.received.set()
         await asyncio.sleep(self.delay)
+        if len(self.posts) <= self.failures:
+            return web.json_response({"ok": False}, status=500)
         return web.json_response({"ok": True})
 
     async def start(self) -> "Receiver":
         app = web.Application()
-        app.router.add_post("/hook", self._handle)
+        app.router.add_post("/{path:.*}", self._handle)
         self._runner = web.AppRunner(app, shutdown_timeout=0.1)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -62,6 +73,86 @@ class Receiver:
     def url(self) -> str:
         return f"json://127.0.0.1:{self.port}/hook"
 
+    def asked(self) -> list[str]:
+        """The question each post announced, in order."""
+        return [question_of(post["body"]) for post in self.posts]
+
+
+def question_of(body: str) -> str:
+    message = json.loads(body)["message"]
+    return message.rsplit("?question=", 1)[1].split()[0]
+
+
+class DripTarget:
+    """A webhook that never finishes answering: it reads the request, then sends one byte of a status
+    line every half second for as long as the connection lasts. It never closes a connection itself,
+    so each one that ends was ended by the gateway."""
+
+    def __init__(self) -> None:
+        self.bodies: list[str] = []
+        self.open = 0
+        self.hung_up = 0  # connections the gateway ended
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._handlers: set[asyncio.Task[None]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._stopping = False
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._handlers.add(asyncio.current_task())  # type: ignore[arg-type]
+        self._writers.add(writer)
+        self.open += 1
+        drip = asyncio.create_task(self._drip(writer))
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next(
+                int(line.split(b":", 1)[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            )
+            self.bodies.append((await reader.readexactly(length)).decode())
+            await reader.read()  # until the gateway hangs up
+            self.hung_up += not self._stopping
+        except (ConnectionError, asyncio.IncompleteReadError):
+            self.hung_up += not self._stopping
+        finally:
+            drip.cancel()
+            self.open -= 1
+            self._writers.discard(writer)
+            writer.close()
+
+    async def _drip(self, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError):
+            while True:
+                writer.write(b"H")
+                await writer.drain()
+                await asyncio.sleep(0.5)
+
+    async def start(self) -> "DripTarget":
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def stop(self) -> None:
+        """Hang up on whatever is still open (a gateway that failed to), and stop listening."""
+        self._stopping = True
+        if self._server is not None:
+            self._server.close()
+            for writer in list(self._writers):
+                writer.close()
+            await asyncio.gather(*self._handlers, return_exceptions=True)
+
+    @property
+    def url(self) -> str:
+        return f"json://127.0.0.1:{self.port}/hook"
+
+    def asked(self) -> list[str]:
+        return [question_of(body) for body in self.bodies]
+
+
+def notifier_threads() -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name.startswith("notify ")]
+
 
 @pytest.fixture
 async def receiver() -> AsyncIterator[Receiver]:
@@ -76,11 +167,33 @@ def closed_port() -> int:
         return probe.getsockname()[1]
 
 
-def metric(text: str, name: str) -> float:
-    for line in text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    raise AssertionError(f"{name} not in /metrics")
+def notifications(text: str) -> dict[tuple[str, str], float]:
+    """``gateway_notifications_total`` of a /metrics text, by (target, outcome)."""
+    counts: dict[tuple[str, str], float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "gateway_notifications_total":
+                counts[sample.labels["target"], sample.labels["outcome"]] = sample.value
+    return counts
+
+
+def outcomes_of(counts: dict[tuple[str, str], float], target: str) -> dict[str, float]:
+    return {outcome: value for (label, outcome), value in counts.items() if label == target}
+
+
+def outcomes(text: str, target: str = "1:json") -> dict[str, float]:
+    """The outcomes of one target's notifications: ``{"sent": 1.0, "failed": 0.0, ...}``."""
+    return outcomes_of(notifications(text), target)
+
+
+def notifications_threads(text: str) -> dict[str, float]:
+    """``gateway_notification_threads`` of a /metrics text, by target."""
+    return {
+        sample.labels["target"]: sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "gateway_notification_threads"
+    }
 
 
 async def metrics_of(http: httpx.AsyncClient) -> str:
@@ -89,13 +202,19 @@ async def metrics_of(http: httpx.AsyncClient) -> str:
     return response.text
 
 
-async def wait_for_metric(http: httpx.AsyncClient, name: str, value: float, within: float) -> str:
-    deadline = time.monotonic() + within
-    while True:
+async def wait_for_outcome(
+    http: httpx.AsyncClient, outcome: str, value: float, within: float, target: str = "1:json"
+) -> str:
+    """The /metrics text once ``target`` has counted ``value`` notifications with ``outcome``."""
+    text = ""
+
+    async def counted() -> bool:
+        nonlocal text
         text = await metrics_of(http)
-        if metric(text, name) >= value or time.monotonic() > deadline:
-            return text
-        await asyncio.sleep(0.1)
+        return outcomes(text, target).get(outcome, 0) >= value
+
+    await until(counted, timeout=within, what=f"{value:g} notifications {outcome} to target {target}")
+    return text
 
 
 async def ask(http: httpx.AsyncClient) -> str:
@@ -113,7 +232,7 @@ async def test_a_new_question_is_notified_once_with_its_headers_and_a_link(
     async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
         request_id = await ask(http)
         await asyncio.wait_for(receiver.received.wait(), 10)
-        text = await wait_for_metric(http, "gateway_notifications_sent_total", 1, within=5)
+        text = await wait_for_outcome(http, "sent", 1, within=5)
         await asyncio.sleep(0.3)  # a second post would have come by now
     assert len(receiver.posts) == 1
     raw = receiver.posts[0]["body"]
@@ -126,8 +245,7 @@ async def test_a_new_question_is_notified_once_with_its_headers_and_a_link(
     assert PASSWORD not in raw
     assert PASSWORD not in json.dumps(receiver.posts[0]["headers"])
     assert "opencode:" not in raw  # no credentials in the link either
-    assert metric(text, "gateway_notifications_sent_total") == 1
-    assert metric(text, "gateway_notifications_failed_total") == 0
+    assert outcomes(text) == {"sent": 1, "failed": 0, "skipped": 0, "dropped": 0}
 
 
 async def test_a_receiver_that_is_down_never_fails_the_ask_and_is_counted(make_server):
@@ -138,9 +256,8 @@ async def test_a_receiver_that_is_down_never_fails_the_ask_and_is_counted(make_s
         started = time.monotonic()
         await ask(http)
         assert time.monotonic() - started < 1
-        text = await wait_for_metric(http, "gateway_notifications_failed_total", 1, within=15)
-    assert metric(text, "gateway_notifications_failed_total") == 1
-    assert metric(text, "gateway_notifications_sent_total") == 0
+        text = await wait_for_outcome(http, "failed", 1, within=15)
+    assert outcomes(text) == {"sent": 0, "failed": 1, "skipped": 0, "dropped": 0}
 
 
 async def test_a_slow_receiver_never_delays_the_ask_and_its_attempts_time_out(make_server):
@@ -152,9 +269,8 @@ async def test_a_slow_receiver_never_delays_the_ask_and_its_attempts_time_out(ma
             await ask(http)
             asked_in = time.monotonic() - started
             assert asked_in < 1  # well before the receiver would answer
-            text = await wait_for_metric(http, "gateway_notifications_failed_total", 1, within=15)
-        assert metric(text, "gateway_notifications_failed_total") == 1
-        assert metric(text, "gateway_notifications_sent_total") == 0
+            text = await wait_for_outcome(http, "failed", 1, within=15)
+        assert outcomes(text) == {"sent": 0, "failed": 1, "skipped": 0, "dropped": 0}
         assert len(slow.posts) == 2  # the first attempt and one retry, each cut off at notify_timeout
     finally:
         await slow.stop()
@@ -169,9 +285,11 @@ async def test_a_question_still_unanswered_near_its_expiry_is_notified_again(mak
         short = await http.post("/elicitations", json=PARAMS, params={"timeout": "0.8"})  # too short
         assert short.status_code == 201
         reminded = (await http.post("/elicitations", json=PARAMS, params={"timeout": "1.6"})).json()["id"]
+        # Answered once announced: a question finished before its notification goes out is not announced.
+        await until(lambda: len(receiver.posts) == 3, what="the three questions announced")
         reply = await http.post(f"/question/{answered}/reply", json={"answers": [["staging"], []]})
         assert reply.status_code == 200
-        await wait_for_metric(http, "gateway_notifications_sent_total", 4, within=10)
+        await wait_for_outcome(http, "sent", 4, within=10)
         await asyncio.sleep(1.2)  # every question has expired: no later reminder can come
         text = await metrics_of(http)
     bodies = [json.loads(post["body"]) for post in receiver.posts]
@@ -179,7 +297,7 @@ async def test_a_question_still_unanswered_near_its_expiry_is_notified_again(mak
     assert titles == ["Question: Target"] * 3 + ["Reminder: Target"], titles
     assert "Still unanswered: it is cancelled in 1 min." in bodies[3]["message"]
     assert f"?question={reminded}" in bodies[3]["message"]  # not the answered one, nor the short one
-    assert metric(text, "gateway_notifications_sent_total") == 4
+    assert outcomes(text)["sent"] == 4
 
 
 async def test_queued_notifications_are_sent_before_a_durable_gateway_stops(make_server, tmp_path):
@@ -212,15 +330,124 @@ async def test_two_replicas_on_redis_notify_and_remind_once(make_server, receive
     ):
         reminded = (await one.post("/elicitations", json=PARAMS, params={"timeout": "1.6"})).json()["id"]
         answered = (await other.post("/elicitations", json=PARAMS, params={"timeout": "1.6"})).json()["id"]
+        await until(lambda: len(receiver.posts) == 2, what="both questions announced")
         reply = await one.post(f"/question/{answered}/reply", json={"answers": [["staging"], []]})
         assert reply.status_code == 200
         await asyncio.sleep(2.5)  # both questions are over: any notification would have come
-        sent = [
-            metric(await metrics_of(client), "gateway_notifications_sent_total") for client in (one, other)
-        ]
+        sent = [outcomes(await metrics_of(client))["sent"] for client in (one, other)]
     bodies = [json.loads(post["body"]) for post in receiver.posts]
     titles = sorted(body["title"] for body in bodies)
     assert titles == ["Question: Target", "Question: Target", "Reminder: Target"]
     [reminder] = [body for body in bodies if body["title"].startswith("Reminder")]
     assert f"?question={reminded}" in reminder["message"]
     assert sent == [2, 1]  # the first asked one and reminded it; the second asked one
+
+
+# ---------------------------------------------------------------------------------------------------
+# Each target on its own
+
+
+async def test_a_target_that_never_finishes_answering_holds_up_no_other(make_server, receiver):
+    """A target that drips its answer out a byte at a time (so that no socket timeout ever fires) beside
+    a good one, over more questions than the loop's default executor has threads: the good one gets
+    every notification once, in order, while the other is stuck; each stuck attempt is cut off at
+    ``notify_timeout`` (the drip target sees the gateway hang up), the loop's default executor stays
+    free, and at shutdown no connection and no notifier thread is left."""
+    questions = 12  # the default executor has min(32, CPUs + 4) threads
+    drip = await DripTarget().start()
+    try:
+        server = make_server(
+            notify=[receiver.url, drip.url],
+            notify_timeout=1,
+            notify_retries=1,
+            public_url="https://gw.test",
+        )
+        async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
+            asked = [await ask(http) for _ in range(questions)]
+            await until(lambda: len(receiver.posts) >= questions, timeout=10, what="every announcement")
+            assert drip.bodies, "the drip target was never tried"
+            assert len(drip.bodies) < 2 * questions  # still stuck on its first questions
+            assert receiver.asked() == asked  # each once, in order
+
+            async def default_executor_runs() -> str:
+                return await asyncio.to_thread(lambda: "free")
+
+            assert await asyncio.to_thread(server.run, default_executor_runs(), 5) == "free"
+            # Each stuck attempt ends at its deadline: the gateway hangs up on the drip.
+            await until(lambda: drip.hung_up >= 3, timeout=10, what="stuck attempts cut off")
+            threads = notifications_threads(await metrics_of(http))
+            assert threads["2:json"] <= 4
+            await asyncio.sleep(0.3)
+            assert receiver.asked() == asked  # never again
+        await asyncio.to_thread(server.stop)
+        await until(lambda: drip.open == 0, what="every drip connection closed by the gateway")
+        await until(lambda: not notifier_threads(), what="no notifier thread left after stop")
+        counts = notifications(server.gateway.metrics.exposition().decode())
+        assert outcomes_of(counts, "1:json") == {"sent": questions, "failed": 0, "skipped": 0, "dropped": 0}
+        stuck = outcomes_of(counts, "2:json")
+        assert stuck["sent"] == 0
+        assert sum(stuck.values()) == questions  # one outcome each: failed, skipped or dropped
+    finally:
+        await drip.stop()
+
+
+async def test_a_question_answered_before_a_slow_target_gets_to_it_is_not_sent_there_late(
+    make_server, receiver
+):
+    slow = await Receiver(delay=1.5).start()
+    try:
+        server = make_server(notify=[receiver.url, slow.url], notify_timeout=5, public_url="https://gw.test")
+        async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
+            first, second = await ask(http), await ask(http)
+            await until(lambda: len(slow.posts) == 1, what="the slow target busy with the first")
+            await until(lambda: len(receiver.posts) == 2, what="the good target done with both")
+            reply = await http.post(f"/question/{second}/reply", json={"answers": [["staging"], []]})
+            assert reply.status_code == 200
+            text = await wait_for_outcome(http, "skipped", 1, within=10, target="2:json")
+            assert outcomes(text, "2:json") == {"sent": 1, "failed": 0, "skipped": 1, "dropped": 0}
+            assert outcomes(text, "1:json") == {"sent": 2, "failed": 0, "skipped": 0, "dropped": 0}
+        assert slow.asked() == [first]
+        assert receiver.asked() == [first, second]
+    finally:
+        await slow.stop()
+
+
+async def test_a_failing_target_is_retried_without_sending_again_to_the_others(make_server, receiver):
+    flaky = await Receiver(failures=2).start()
+    try:
+        server = make_server(notify=[flaky.url, receiver.url], notify_retries=3, public_url="https://gw.test")
+        async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
+            asked = await ask(http)
+            text = await wait_for_outcome(http, "sent", 1, within=10, target="1:json")
+            await asyncio.sleep(0.3)  # another post to the good target would have come by now
+        assert flaky.asked() == [asked] * 3  # two 500s, then accepted
+        assert receiver.asked() == [asked]
+        assert outcomes(text, "1:json") == {"sent": 1, "failed": 0, "skipped": 0, "dropped": 0}
+        assert outcomes(text, "2:json") == {"sent": 1, "failed": 0, "skipped": 0, "dropped": 0}
+    finally:
+        await flaky.stop()
+
+
+async def test_targets_are_named_by_position_and_scheme_never_by_their_secrets(make_server, receiver, caplog):
+    """A URL Apprise cannot parse is an ERROR naming its position; the service starts, the others are
+    notified, and no metric or log line holds anything of a URL but its scheme."""
+    caplog.set_level(logging.DEBUG)
+    secret_url = f"json://hook-user:pw-5ecret@127.0.0.1:{receiver.port}/hook-5ecret"
+    unparseable = ["bogus://tok-5ecret-two/x", "tok-5ecret-three"]
+    server = make_server(notify=[secret_url, *unparseable, receiver.url], public_url="https://gw.test")
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
+        asked = await ask(http)
+        text = await wait_for_outcome(http, "sent", 1, within=10, target="4:json")
+        text = await wait_for_outcome(http, "sent", 1, within=10, target="1:json")
+    assert receiver.asked() == [asked, asked]
+    assert {target for target, _ in notifications(text)} == {"1:json", "4:json"}
+    assert "5ecret" not in text
+    assert "hook-user" not in text
+    errors = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
+    assert "GATEWAY_NOTIFY URL number 2 is not one Apprise understands: nothing is sent to it" in errors
+    assert "GATEWAY_NOTIFY URL number 3 is not one Apprise understands: nothing is sent to it" in errors
+    for record in caplog.records:  # the gateway's lines, and Apprise's where the gateway shows them
+        if record.name.startswith("elicitation_gateway") or (
+            record.name.startswith(("apprise", "uvicorn")) and record.levelno >= logging.INFO
+        ):
+            assert "5ecret" not in record.getMessage(), record.getMessage()

@@ -336,7 +336,11 @@ def store_down(path: str) -> Trigger:
         async def unhealthy() -> bool:
             return False
 
+        async def problem() -> str:
+            return "the question store is unreachable"
+
         server.gateway.store.healthy = unhealthy  # type: ignore[method-assign]
+        server.gateway.store.problem = problem  # type: ignore[method-assign]
         async with client_of(server) as client:
             return [await client.get(path)]
 

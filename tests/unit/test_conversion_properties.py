@@ -321,7 +321,7 @@ def check_reply(schema: dict[str, Any], form: Form, answers: list[list[str]]) ->
 def test_restricted_schemas_convert_one_question_per_property(
     schema: dict[str, Any], header_length: int, message: str
 ) -> None:
-    form = build_form(schema, message, header_length=header_length)
+    form = build_form(schema, message, header_length=header_length, allow_sensitive=True)
     assert not form.legacy
     assert [field.key for field in form.fields] == list(schema["properties"])
     assert len(form.questions) == len(schema["properties"])
@@ -345,7 +345,7 @@ def test_restricted_schemas_convert_one_question_per_property(
 def test_valid_answers_are_accepted_and_validate(data: st.DataObject, schema: dict[str, Any]) -> None:
     """Answers built from the options and constraints (some questions left unanswered where allowed)
     always give content that validates; answered keys are present, defaults fill the rest."""
-    form = build_form(schema, "m")
+    form = build_form(schema, "m", allow_sensitive=True)
     required = set(schema.get("required", []))
     answers: list[list[str]] = []
     skipped: set[str] = set()
@@ -384,7 +384,7 @@ def test_any_reply_gives_valid_content_or_names_real_questions(
 ) -> None:
     """Replies mixing valid answers, misplaced labels and random strings (or entirely random lists
     of lists of strings): validating content or an AnswerError naming real questions, nothing else."""
-    form = build_form(schema, "m")
+    form = build_form(schema, "m", allow_sensitive=True)
     random_lists = st.lists(st.lists(RANDOM_TEXT, max_size=3), max_size=len(form.questions) + 2)
     answers = data.draw(st.one_of(any_reply(schema, form), random_lists))
     check_reply(schema, form, answers)
@@ -527,7 +527,7 @@ def mutated_schema(draw: st.DrawFn) -> dict[str, Any]:
 def convert_schema(schema: Any, max_questions: int) -> Form | SchemaError:
     """The form, or the SchemaError refusing the schema (any other exception propagates)."""
     try:
-        return build_form(schema, "m", max_questions=max_questions)
+        return build_form(schema, "m", max_questions=max_questions, allow_sensitive=True)
     except SchemaError as error:
         return error
 

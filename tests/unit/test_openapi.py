@@ -41,6 +41,7 @@ EVERY_CHECK_SCHEMA: dict[str, Any] = {
             "maxItems": 2,
         },
         "color": {"type": "string", "enum": ["red", "green"]},
+        "otp": {"type": "string", "title": "One-time code"},
     },
     "required": ["count"],
 }

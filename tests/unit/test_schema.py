@@ -589,6 +589,62 @@ def test_bad_schemas_are_refused_naming_the_offending_part(schema: Any, part: st
     assert str(error) == error.message
 
 
+UNANSWERABLE = {
+    "minimum-above-maximum": {"type": "number", "minimum": 10, "maximum": 5},
+    "exclusive-bounds-meet": {"type": "number", "exclusiveMinimum": 1, "exclusiveMaximum": 1},
+    "exclusive-minimum-at-maximum": {"type": "number", "exclusiveMinimum": 5, "maximum": 5},
+    "minimum-at-exclusive-maximum": {"type": "number", "minimum": 5, "exclusiveMaximum": 5},
+    "no-integer-between": {"type": "integer", "minimum": 1.2, "maximum": 1.8},
+    "no-integer-between-exclusive": {"type": "integer", "exclusiveMinimum": 1, "exclusiveMaximum": 2},
+    "integer-minimum-above-maximum": {"type": "integer", "minimum": 3, "maximum": 2},
+    "more-selections-than-options": {"type": "array", "items": {"enum": ["a", "b"]}, "minItems": 3},
+    "date-longer-than-a-date": {"type": "string", "format": "date", "minLength": 50},
+    "date-shorter-than-a-date": {"type": "string", "format": "date", "maxLength": 9},
+    "date-time-too-short": {"type": "string", "format": "date-time", "maxLength": 10},
+    "email-too-short": {"type": "string", "format": "email", "maxLength": 4},
+    "uri-too-short": {"type": "string", "format": "uri", "maxLength": 2},
+}
+
+ANSWERABLE_EDGES = {
+    "one-number": {"type": "number", "minimum": 5, "maximum": 5},
+    "one-integer": {"type": "integer", "minimum": 1.5, "maximum": 2.5},
+    "one-integer-exclusive": {"type": "integer", "exclusiveMinimum": 1, "exclusiveMaximum": 3},
+    "tighter-exclusive-wins": {"type": "number", "minimum": 0, "exclusiveMinimum": 0, "maximum": 1},
+    "all-options": {"type": "array", "items": {"enum": ["a", "b"]}, "minItems": 2},
+    "date-exactly": {"type": "string", "format": "date", "minLength": 10, "maxLength": 10},
+    "email-shortest": {"type": "string", "format": "email", "maxLength": 5},
+}
+
+
+@pytest.mark.parametrize("prop", list(UNANSWERABLE.values()), ids=list(UNANSWERABLE))
+def test_questions_no_answer_can_satisfy_are_refused(prop: dict[str, Any]) -> None:
+    error = schema_error(obj({"k": prop}))
+    assert error.code == "invalid_schema"
+    assert "requestedSchema.properties.k: no answer can satisfy it" in error.message
+
+
+@pytest.mark.parametrize("prop", list(ANSWERABLE_EDGES.values()), ids=list(ANSWERABLE_EDGES))
+def test_the_narrowest_answerable_questions_are_asked(prop: dict[str, Any]) -> None:
+    assert len(build_form(obj({"k": prop})).questions) == 1
+
+
+def test_required_must_name_properties_that_exist() -> None:
+    error = schema_error(obj({"a": {"type": "string"}}, required=["a", "b"]))
+    assert error.code == "invalid_schema"
+    assert "requestedSchema.required names 'b'" in error.message
+
+
+@pytest.mark.parametrize(
+    ("pattern", "says"),
+    [("(a)\\1", "backreference"), ("x(?=y)", "lookaround"), ("(", "not a regular expression")],
+)
+def test_patterns_that_cannot_run_in_linear_time_are_refused(pattern: str, says: str) -> None:
+    error = schema_error(obj({"code": {"type": "string", "pattern": pattern}}))
+    assert error.code == "invalid_schema"
+    assert "requestedSchema.properties.code.pattern" in error.message
+    assert says in error.message
+
+
 MALFORMED_PROPERTIES = {
     "format-list": {"type": "string", "format": ["email"]},
     "format-object": {"type": "string", "format": {"kind": "email"}},

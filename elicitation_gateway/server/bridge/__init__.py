@@ -61,6 +61,7 @@ GATEWAY_PATHS = frozenset(
         "/elicitations",
         "/healthz",
         "/livez",
+        "/readyz",
         "/metrics",
         "/event",
         "/global/event",

@@ -19,10 +19,11 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
 import httpx
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from elicitation_gateway import events
+from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.gateway import Gateway, TooManySubscribers, normalize_directory
 from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.server.bridge.frames import FrameSplitter, FrameTooLarge
@@ -94,7 +95,7 @@ async def list_questions(request: Request) -> Response:
         response = await _forward(upstream, request)
     except UpstreamError as error:
         logger.warning("GET /question lists the gateway's questions only: %s", error.message)
-        return JSONResponse(mine)
+        return JsonResponse(mine)
     if response.status_code in (401, 403):  # the client must learn that it needs credentials
         return _as_response(response, response.content, decoded=True)
     try:
@@ -107,7 +108,7 @@ async def list_questions(request: Request) -> Response:
             response.status_code,
         )
         theirs = []
-    return JSONResponse([*mine, *theirs])
+    return JsonResponse([*mine, *theirs])
 
 
 routes = [
@@ -143,13 +144,13 @@ async def _merged_stream(request: Request, frame_of: Callable[[events.Event], by
         # Before the upstream is asked: from here on, nothing the gateway publishes is missed.
         subscription = await gateway.subscribe(last_event_id)
     except TooManySubscribers as error:
-        return JSONResponse({"error": "too_many_subscribers", "message": str(error)}, status_code=429)
+        return JsonResponse({"error": "too_many_subscribers", "message": str(error)}, status_code=429)
     try:
         response = await _open_upstream_stream(upstream, request)
     except UpstreamError as error:
         gateway.unsubscribe(subscription)
         logger.warning("%s: %s", request.url.path, error.message)
-        return JSONResponse({"error": error.code, "message": error.message}, status_code=error.status)
+        return JsonResponse({"error": error.code, "message": error.message}, status_code=error.status)
     except BaseException:
         gateway.unsubscribe(subscription)
         raise

@@ -6,19 +6,20 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from mcp.types import ElicitResult
-from mcp_types.jsonrpc import PARSE_ERROR
+from mcp_types.jsonrpc import INVALID_PARAMS, PARSE_ERROR
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from elicitation_gateway.conversion.schema import SchemaError
+from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.gateway import (
-    CANCEL,
     AlreadyFinished,
     Gateway,
     LimitExceeded,
     NotFound,
     ShuttingDown,
+    TooLarge,
 )
 from elicitation_gateway.server.errors import ToolError, jsonrpc_error, tool_error
 from elicitation_gateway.server.routes.parsing import (
@@ -49,8 +50,8 @@ async def elicit(request: Request) -> Response:
         body = parse_json(await read_body(request, gateway.settings.max_body_size))
     except InvalidJson as error:
         if b'"jsonrpc"' in error.raw:
-            return jsonrpc_error(None, PARSE_ERROR, error.reason)
-        return tool_error(400, "invalid_json", error.reason)
+            return _jsonrpc_refusal(error)
+        return tool_error(400, error.code, error.reason)
     except BodyTooLarge:
         return _too_large(gateway)
 
@@ -66,11 +67,11 @@ async def elicit(request: Request) -> Response:
             return jsonrpc_error(rpc_id, error.jsonrpc_code, error.message)
         return error.response()
 
-    with gateway.tool_waiting(record.id):
-        result = await _until_disconnect(request, _final_result(gateway, record.id))
-    if result is None:  # the tool went away: nobody is left to answer
-        await _withdraw_quietly(gateway, record.id)
+    # Waits through a store outage; the tool going away (the wait cancelled) withdraws the question.
+    final = await _until_disconnect(request, gateway.final_result(record))
+    if final is None:  # the tool went away: nobody is left to answer
         return Response(status_code=499)
+    result = ElicitResult.model_validate(final)
     if is_rpc:
         return json_response(JSONRPCElicitResponse(jsonrpc="2.0", id=rpc_id, result=result))
     return json_response(result)
@@ -83,7 +84,7 @@ async def create(request: Request) -> Response:
         _, _, params = unwrap_jsonrpc(body)
         record = await _ask(request, gateway, params)
     except InvalidJson as error:
-        return tool_error(400, "invalid_json", error.reason)
+        return tool_error(400, error.code, error.reason)
     except JsonRpcError as error:
         return tool_error(400, "invalid_request", error.message)
     except BodyTooLarge:
@@ -148,6 +149,8 @@ async def _ask(request: Request, gateway: Gateway, params: Any) -> Record:
         raise ToolError(status, error.code, error.message) from None
     except LimitExceeded as error:
         raise ToolError(429, "too_many_pending", str(error)) from None
+    except TooLarge as error:
+        raise ToolError(413, "question_too_large", str(error)) from None
     except ShuttingDown as error:
         raise ToolError(503, "shutting_down", str(error)) from None
 
@@ -157,16 +160,6 @@ def _form_params(params: Any) -> tuple[str, dict[str, Any]]:
         return parse_form_params(params)
     except SchemaError as error:
         raise ToolError(400, error.code, error.message) from None
-
-
-async def _final_result(gateway: Gateway, request_id: str) -> ElicitResult:
-    while True:
-        try:
-            record = await gateway.result(request_id, wait=gateway.settings.max_timeout)
-        except NotFound:  # forgotten after its retention period: nothing came back in time
-            return ElicitResult(action=CANCEL)
-        if record.result is not None:
-            return ElicitResult.model_validate(record.result)
 
 
 async def _until_disconnect(request: Request, work: Awaitable[T]) -> T | None:
@@ -189,19 +182,24 @@ async def _until_disconnect(request: Request, work: Awaitable[T]) -> T | None:
     return None
 
 
-async def _withdraw_quietly(gateway: Gateway, request_id: str) -> None:
-    with contextlib.suppress(NotFound, AlreadyFinished):
-        await gateway.withdraw(request_id)
-
-
 def _status_body(record: Record) -> ElicitationStatus:
     return ElicitationStatus(id=record.id, status=record.status, result=record.result)
 
 
-def _not_found(request_id: str) -> JSONResponse:
+def _jsonrpc_refusal(error: InvalidJson) -> Response:
+    """A JSON-RPC request whose JSON parsed but whose text was refused names its id; others cannot."""
+    document = error.document
+    if isinstance(document, dict) and "jsonrpc" in document:
+        with contextlib.suppress(JsonRpcError):
+            _, rpc_id, _ = unwrap_jsonrpc(document)
+            return jsonrpc_error(rpc_id, INVALID_PARAMS, error.reason)
+    return jsonrpc_error(None, PARSE_ERROR, error.reason)
+
+
+def _not_found(request_id: str) -> JsonResponse:
     return tool_error(404, "not_found", f"no elicitation {request_id!r} (unknown, or finished too long ago)")
 
 
-def _too_large(gateway: Gateway) -> JSONResponse:
+def _too_large(gateway: Gateway) -> JsonResponse:
     limit = gateway.settings.max_body_size
     return tool_error(413, "body_too_large", f"the body is larger than the limit of {limit} bytes")

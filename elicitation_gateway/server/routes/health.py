@@ -1,10 +1,11 @@
 """Operations: liveness and readiness for orchestrators, metrics for Prometheus, the OpenAPI document."""
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from elicitation_gateway import __version__
+from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.gateway import Gateway
 from elicitation_gateway.metrics import CONTENT_TYPE
 from elicitation_gateway.server.openapi import openapi_document
@@ -23,18 +24,26 @@ async def global_health(request: Request) -> Response:
 
 async def livez(request: Request) -> Response:
     """Liveness: answering at all proves the process and its event loop run. It awaits nothing, so an
-    unreachable store or upstream (which ``/healthz`` reports) never makes an orchestrator restart it."""
+    unreachable store or upstream (which ``/readyz`` reports) never makes an orchestrator restart it."""
     return json_response(Livez(status="ok", version=__version__))
 
 
-async def healthz(request: Request) -> Response:
-    """Readiness: the store answers, the bridged upstream too (in bridge mode), and no shutdown began."""
+async def readyz(request: Request) -> Response:
+    """Readiness (``/readyz``, and ``/healthz`` as before): the store can serve (reached, its file in
+    place and writable), the bridged upstream too (in bridge mode), and no shutdown began; ``reason``
+    says what is wrong. A store that failed to write tries a small write here, so it recovers without
+    traffic."""
     gateway = _gateway(request)
-    store = "ok" if await gateway.healthy() else "unavailable"
+    problem = await gateway.store_problem()
+    store = "ok" if problem is None else "unavailable"
     bridge = getattr(request.app.state, "bridge", None)  # bridge mode: say which side is unhealthy
     upstream = None if bridge is None else "ok" if await bridge.healthy() else "unavailable"
-    status = "ok" if store == "ok" and upstream != "unavailable" and not gateway.closing else "unavailable"
-    body = Healthz(status=status, store=store, upstream=upstream, version=__version__)
+    if gateway.closing:
+        problem = "the gateway is shutting down"
+    elif problem is None and upstream == "unavailable":
+        problem = "the bridged OpenCode server is unreachable"
+    status = "ok" if problem is None else "unavailable"
+    body = Healthz(status=status, store=store, upstream=upstream, reason=problem, version=__version__)
     return json_response(body, 200 if status == "ok" else 503)
 
 
@@ -45,13 +54,14 @@ async def metrics(request: Request) -> Response:
 
 
 async def doc(request: Request) -> Response:
-    return JSONResponse(openapi_document(_gateway(request).settings))
+    return JsonResponse(openapi_document(_gateway(request).settings))
 
 
 routes = [
     Route("/doc", doc, methods=["GET"]),
     Route("/global/health", global_health, methods=["GET"]),
-    Route("/healthz", healthz, methods=["GET"]),
+    Route("/healthz", readyz, methods=["GET"]),
     Route("/livez", livez, methods=["GET"]),
+    Route("/readyz", readyz, methods=["GET"]),
     Route("/metrics", metrics, methods=["GET"]),
 ]

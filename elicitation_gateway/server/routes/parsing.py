@@ -1,6 +1,5 @@
 """Reading what clients send: bounded JSON bodies, MCP form params, query options, replies."""
 
-import json
 import math
 from typing import Any
 
@@ -8,12 +7,15 @@ from mcp.types import ElicitRequestFormParams
 from mcp_types.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, JSONRPCRequest
 from pydantic import ValidationError
 from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from elicitation_gateway import encoding
 from elicitation_gateway.conversion.schema import build_form
 from elicitation_gateway.gateway import AskOptions
 from elicitation_gateway.models import QuestionTool
-from elicitation_gateway.server.errors import PayloadError, ToolError
+from elicitation_gateway.server.errors import PayloadError, ToolError, bad_request, tool_error
 from elicitation_gateway.server.schemas import QuestionReply
+from elicitation_gateway.server.security import role_of
 
 MAX_ID_LENGTH = 200
 
@@ -23,10 +25,15 @@ class BodyTooLarge(Exception):
 
 
 class InvalidJson(Exception):
-    def __init__(self, raw: bytes, reason: str) -> None:
+    """A body that is not JSON the gateway can read; ``code`` goes on the wire."""
+
+    def __init__(self, raw: bytes, reason: str, code: str = "invalid_json", document: Any = None) -> None:
         super().__init__(reason)
         self.raw = raw
         self.reason = reason
+        self.code = code
+        self.document = document
+        """The parsed body when only its text was refused (a JSON-RPC error can then name its request)."""
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -44,16 +51,22 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
 def parse_json(raw: bytes) -> Any:
+    """The body's JSON: UTF-8, every string valid Unicode (:mod:`elicitation_gateway.encoding`)."""
+    if not raw.strip():
+        raise InvalidJson(raw, "the body is empty")
     try:
-        return json.loads(raw, parse_constant=_no_constants)
-    except (ValueError, RecursionError) as error:
-        reason = "the body is empty" if not raw.strip() else f"the body is not valid JSON ({error})"
-        raise InvalidJson(raw, reason) from None
+        return encoding.parse_json(raw)
+    except encoding.InvalidText as error:
+        raise InvalidJson(raw, error.message, "invalid_text", error.document) from None
+    except RecursionError:
+        reason = (
+            "the body nests arrays or objects deeper than the gateway reads (about 1,000 levels; an "
+            "elicitation needs a handful)"
+        )
+        raise InvalidJson(raw, reason, "too_deep") from None
+    except ValueError as error:
+        raise InvalidJson(raw, f"the body is not valid JSON ({error})") from None
 
 
 class JsonRpcError(Exception):
@@ -171,3 +184,24 @@ def _describe(error: ValidationError) -> str:
         where = ".".join(str(part) for part in item["loc"]) or "body"
         problems.append(f"{where}: {item['msg']}")
     return "invalid elicitation params: " + "; ".join(problems)
+
+
+class UrlTextCheck:
+    """Plain ASGI middleware: a path or query parameter that is not UTF-8 once percent-decoded is a
+    400 naming it, before any route reads it (Starlette would hand routes replacement characters)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            try:
+                encoding.check_url_text(scope.get("raw_path") or b"", scope.get("query_string", b""))
+            except encoding.InvalidText as error:
+                if role_of(scope["path"]) == "tool":
+                    response = tool_error(400, "invalid_text", error.message)
+                else:
+                    response = bad_request(error.message, "Params")
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

@@ -2,10 +2,11 @@
 
 from pydantic import ValidationError
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from elicitation_gateway.conversion.answers import AnswerError
+from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.gateway import CANCEL, Gateway, NotFound
 from elicitation_gateway.server.errors import PayloadError, bad_request, question_not_found
 from elicitation_gateway.server.routes.parsing import (
@@ -41,7 +42,7 @@ async def reply(request: Request) -> Response:
         return question_not_found(str(missing))
     except AnswerError as error:
         return bad_request(error.message, "Payload", error.issues)
-    return JSONResponse(True)
+    return JsonResponse(True)
 
 
 async def reject(request: Request) -> Response:
@@ -55,7 +56,7 @@ async def reject(request: Request) -> Response:
         return error.response()
     except NotFound as missing:
         return question_not_found(str(missing))
-    return JSONResponse(True)
+    return JsonResponse(True)
 
 
 async def question_form(request: Request) -> Response:

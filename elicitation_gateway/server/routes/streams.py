@@ -4,10 +4,11 @@ import asyncio
 from collections.abc import AsyncGenerator, Callable
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from elicitation_gateway import events
+from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.gateway import Gateway, TooManySubscribers, normalize_directory
 from elicitation_gateway.server.routes.parsing import directory_of
 from elicitation_gateway.server.sse import EventStreamResponse
@@ -44,7 +45,7 @@ async def _stream(
         # subscription to close. StoreUnavailable becomes a 503, and the client retries.
         subscription = await gateway.subscribe(last_event_id)
     except TooManySubscribers as error:
-        return JSONResponse({"error": "too_many_subscribers", "message": str(error)}, status_code=429)
+        return JsonResponse({"error": "too_many_subscribers", "message": str(error)}, status_code=429)
 
     async def frames() -> AsyncGenerator[bytes, None]:
         metrics.events_sent.inc()

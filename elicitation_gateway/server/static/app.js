@@ -369,6 +369,7 @@
     const grouped = ["choice", "multi", "boolean"].includes(field.kind);
     const textId = `${id}-text`;
     const hintId = `${id}-hint`;
+    const warningId = `${id}-warning`;
     const errorId = `${id}-error`;
     const text = questionText(field);
 
@@ -379,9 +380,16 @@
       field.required ? el("span", { className: "badge", text: "Required" }) : null,
     );
     const description = text ? el("p", { className: "question-text", id: textId, text }) : null;
+    // The gateway's caution when the question may ask for a secret: beside the question, and read
+    // with its input. (The form's `text` never carries it; `question` does, for OpenCode clients.)
+    const warning = field.warning
+      ? el("p", { className: "question-warning", id: warningId, role: "note", text: field.warning })
+      : null;
     const hint = el("p", { className: "hint", id: hintId });
     const error = el("p", { className: "issue", id: errorId, hidden: true });
-    const describedBy = [description ? textId : null, hintId, errorId].filter(Boolean).join(" ");
+    const describedBy = [description ? textId : null, warning ? warningId : null, hintId, errorId]
+      .filter(Boolean)
+      .join(" ");
 
     const control = renderControl(field, id, describedBy, hint);
     if (!hint.textContent) hint.hidden = true;
@@ -396,6 +404,7 @@
       },
       heading,
       description,
+      warning,
       control,
       hint,
       error,
