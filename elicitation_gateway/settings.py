@@ -67,6 +67,13 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Origins allowed besides localhost, 127.0.0.1 and the same host (comma-separated).",
     )
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Host names the gateway answers to besides `localhost`, `*.localhost` and IP "
+        "addresses (comma-separated: `gateway.example.com`, `*.example.com` for its subdomains, `*` for "
+        "any; ports ignored): the public name behind a reverse proxy. Other `Host` headers get `421`, "
+        "which is what stops DNS rebinding. The host of `GATEWAY_PUBLIC_URL` is allowed too.",
+    )
     allow_sensitive: bool = Field(
         False,
         description="Ask free-text questions that plainly name a password, API key, secret, private key, "
@@ -205,6 +212,26 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [origin.strip() for origin in value.split(",") if origin.strip()]
         return value
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _host_names(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = value.split(",")
+        if not isinstance(value, list):
+            return value
+        names = []
+        for entry in value:
+            name = re.sub(r":[0-9]*$", "", str(entry).strip().lower()).removesuffix(".")
+            if not name:
+                continue
+            if not re.fullmatch(r"\*|(\*\.)?[a-z0-9_-]+(\.[a-z0-9_-]+)*", name):
+                raise ValueError(
+                    f"{entry!r} is not a host name: give names such as gateway.example.com, "
+                    "*.example.com (its subdomains) or * (any), without scheme or path"
+                )
+            names.append(name)
+        return names
 
     @field_validator("session_id")
     @classmethod

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, field_validator
 from starlette.routing import BaseRoute
@@ -140,7 +141,9 @@ class McpEndpoint:
             streamable_http_path=PATH,
             stateless_http=True,
             max_request_body_size=settings.max_body_size,
-            host=settings.host,
+            # Host and Origin are the gateway's to check, on /mcp as on every route (security.py):
+            # the SDK's own check knows neither GATEWAY_ALLOWED_HOSTS nor GATEWAY_CORS_ORIGINS.
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
         self.routes: list[BaseRoute] = list(app.routes)
 

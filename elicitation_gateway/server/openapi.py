@@ -35,7 +35,7 @@ from elicitation_gateway.server.schemas import (
     QuestionReject,
     QuestionReply,
 )
-from elicitation_gateway.server.security import Role, role_of
+from elicitation_gateway.server.security import Role, body_rule, origin_checked, role_of
 from elicitation_gateway.settings import Settings
 
 REF = "#/components/schemas/{model}"
@@ -143,6 +143,11 @@ _UNAUTHORIZED = {
 }
 
 
+_CROSS_ORIGIN = "A browser's request from a page on an origin that is not allowed (GATEWAY_CORS_ORIGINS)."
+_NOT_JSON = "The body is not sent as JSON (Content-Type: application/json)."
+_FOREIGN_HOST = "The Host header names a host the gateway does not serve (GATEWAY_ALLOWED_HOSTS)."
+
+
 def openapi_document(settings: Settings) -> dict[str, Any]:
     """The document for a gateway with ``settings``: a side without its secret is open (``{}``)."""
     return _document(
@@ -156,13 +161,20 @@ def _document(*, tool_token: bool, password: bool) -> dict[str, Any]:
     paths = _paths(ref)
     required = {"tool": tool_token, "answerer": password, "public": False}
     for path, operations in paths.items():
-        role = role_of(re.sub(r"\{[^}]*\}", "x", path))  # as a request for the path would have it
-        for operation in operations.values():
+        concrete = re.sub(r"\{[^}]*\}", "x", path)  # as a request for the path would have it
+        role = role_of(concrete)
+        for method, operation in operations.items():
             security = ROLE_SECURITY[role]
             operation["security"] = [*security] if required[role] or not security else [*security, {}]
+            responses = operation["responses"]
             if role != "public":
-                operation["responses"]["401"] = _json(ref(GatewayError), _UNAUTHORIZED[role])
-            operation["responses"] = dict(sorted(operation["responses"].items()))
+                responses["401"] = _json(ref(GatewayError), _UNAUTHORIZED[role])
+            if origin_checked(method.upper(), concrete):
+                responses["403"] = _json(ref(GatewayError), _CROSS_ORIGIN)
+            if body_rule(method.upper(), concrete) is not None:
+                responses["415"] = _json(ref(BadRequest if role == "answerer" else GatewayError), _NOT_JSON)
+            responses["421"] = _json(ref(GatewayError), _FOREIGN_HOST)
+            operation["responses"] = dict(sorted(responses.items()))
     return {
         "openapi": "3.1.0",
         "info": {

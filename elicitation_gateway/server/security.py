@@ -1,38 +1,50 @@
-"""Who may do what: tools ask, answerers answer, and neither's secret opens the other's door.
+"""Who may do what: tools ask, answerers answer, neither's secret opens the other's door, and no web
+page but the gateway's own (and those the operator allows) steers it.
 
+- Every request names a host the gateway serves (:class:`AllowedHosts`): ``localhost``, names under
+  ``.localhost``, IP addresses, and ``GATEWAY_ALLOWED_HOSTS``; any other ``Host`` is ``421``. A page
+  that DNS rebinding points at the gateway always sends its own domain name there.
+- A browser's request that changes something (``POST``, ``PUT``, ``PATCH``, ``DELETE``; on ``/mcp``
+  every request, as MCP requires) comes from the gateway's own page or an allowed origin, by
+  ``Sec-Fetch-Site`` or else ``Origin``; any other is ``403``. Forms and ``text/plain`` posts need no
+  CORS preflight, so CORS alone would not stop them.
 - Tool side (``/elicit``, ``/elicitations``, ``/mcp``): ``Authorization: Bearer <GATEWAY_TOOL_TOKEN>``
   when that setting is set.
 - Answerer side (everything else but health, metrics and the API document): HTTP Basic with
   ``OPENCODE_SERVER_USERNAME`` / ``OPENCODE_SERVER_PASSWORD`` when the password is set, as the OpenCode
   server does it, or ``?auth_token=<base64 user:pass>`` for browsers' EventSource, which cannot send
-  headers.
+  headers. Anything malformed there is a ``401``, like a wrong secret.
+- The routes that take JSON (:data:`JSON_BODIES`) take only a JSON ``Content-Type``: ``415``.
 
-Web pages on other origins may call it as OpenCode allows them (CORS): local pages on any port, and
+Web pages on other origins may read as OpenCode allows them (CORS): local pages on any port, and
 ``GATEWAY_CORS_ORIGINS``.
 
-Written as plain ASGI middleware, one pass over the request for both: Starlette's
+Written as plain ASGI middleware, one pass over the request for all of it: Starlette's
 ``BaseHTTPMiddleware`` misbehaves with streams, and a request without an ``Origin`` (every tool and
 answerer but a browser) skips the CORS machinery.
 """
 
 import base64
-import binascii
 import hmac
 import ipaddress
 import json
 import logging
+import re
+from collections.abc import Iterable
 from typing import Literal
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from elicitation_gateway.server.errors import bad_request, tool_error
 from elicitation_gateway.settings import Settings
 
 logger = logging.getLogger(__name__)
 
 Role = Literal["tool", "answerer", "public"]
+BodyRule = Literal["json", "json_or_empty"]
 
 PUBLIC_PATHS = frozenset({"/global/health", "/healthz", "/livez", "/metrics", "/doc", "/readyz"})
 BASIC_REALM = 'Basic realm="Secure Area"'
@@ -46,23 +58,142 @@ def role_of(path: str) -> Role:
     return "answerer"
 
 
+JSON_BODIES: dict[tuple[str, str], BodyRule] = {
+    ("POST", "/elicit"): "json",
+    ("POST", "/elicitations"): "json",
+    ("POST", "/question/{id}/reply"): "json",
+    # OpenCode's SDK (and the terminal answerer) dismiss with no body and no Content-Type.
+    ("POST", "/question/{id}/reject"): "json_or_empty",
+}
+"""The routes whose body is JSON, by method and path template: a body of any other type is ``415``,
+so that no form or ``text/plain`` post, which a page may send anywhere without asking, reaches them.
+(``/mcp`` is the MCP SDK's: it refuses a ``POST`` that is not ``application/json`` itself.)"""
+
+
+def template_of(path: str) -> str:
+    """The template of a concrete path as :data:`JSON_BODIES` names it."""
+    parts = path.split("/")
+    if len(parts) == 4 and parts[1] == "question" and parts[2]:
+        return f"/question/{{id}}/{parts[3]}"
+    return path
+
+
+def body_rule(method: str, path: str) -> BodyRule | None:
+    return JSON_BODIES.get((method, template_of(path)))
+
+
+STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def origin_checked(method: str, path: str) -> bool:
+    """Whether a browser's request must come from an allowed origin: any that changes something, and
+    every request to ``/mcp`` (MCP's Streamable HTTP wants ``Origin`` checked on every connection)."""
+    return method in STATE_CHANGING or path == "/mcp" or path.startswith("/mcp/")
+
+
+JSON_MEDIA_TYPE = re.compile(r"application/(?:[^\s/;+]+\+)?json", re.IGNORECASE)
+
+
+def is_json(content_type: str) -> bool:
+    """``application/json`` or ``application/<anything>+json``, with any parameters (a charset)."""
+    return JSON_MEDIA_TYPE.fullmatch(content_type.split(";", 1)[0].strip()) is not None
+
+
 def same_secret(given: str, expected: str) -> bool:
     """Compare in constant time, so a wrong guess says nothing about how close it was."""
     return hmac.compare_digest(given.encode(), expected.encode())
 
 
+# ---------------------------------------------------------------------------------------------------
+# Hosts and origins
+
+HOST_HEADER = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(?::[0-9]*)?")
+
+
+def host_name(host: str) -> str | None:
+    """The name a ``Host`` header gives, lower-case, without its port or final dot; None if it is
+    not a host name at all."""
+    match = HOST_HEADER.fullmatch(host)
+    if match is None:
+        return None
+    return match.group(1).lower().removesuffix(".")
+
+
+def is_ip_literal(name: str) -> bool:
+    try:
+        if name.startswith("[") and name.endswith("]"):
+            return ipaddress.ip_address(name[1:-1]).version == 6
+        return ipaddress.ip_address(name).version == 4
+    except ValueError:
+        return False
+
+
+class AllowedHosts:
+    """The hosts the gateway answers to: loopback names and IP addresses always (a DNS-rebinding page
+    always uses a domain name), and the operator's names (exact, ``*.example.com`` or ``*``)."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        names = [name.lower().removesuffix(".") for name in names]
+        self.any = "*" in names
+        self.exact = frozenset(name for name in names if not name.startswith("*"))
+        self.suffixes = tuple(name[1:] for name in names if name.startswith("*."))
+
+    def __contains__(self, name: str) -> bool:
+        """``name`` as :func:`host_name` gives it."""
+        if name == "localhost" or name.endswith(".localhost") or is_ip_literal(name):
+            return True
+        return bool(name) and (self.any or name in self.exact or name.endswith(self.suffixes))
+
+
+ORIGIN = re.compile(r"(https?)://([^/?#\s@]+)", re.IGNORECASE)
+DEFAULT_PORTS = {"http": ":80", "https": ":443"}
+
+
+def same_origin(origin: str, host: str) -> bool:
+    """Whether a page on ``origin`` is served by this ``Host``: the same name and port."""
+    match = ORIGIN.fullmatch(origin)
+    if match is None:
+        return False
+    default_port = DEFAULT_PORTS[match.group(1).lower()]
+    return match.group(2).lower().removesuffix(default_port) == host.lower().removesuffix(default_port)
+
+
+def origin_key(origin: str) -> str | None:
+    """``scheme://host[:port]`` lower-case and without a default port, for comparing origins."""
+    match = ORIGIN.fullmatch(origin)
+    if match is None:
+        return None
+    scheme = match.group(1).lower()
+    return f"{scheme}://{match.group(2).lower().removesuffix(DEFAULT_PORTS[scheme])}"
+
+
 LOCAL_ORIGINS = r"https?://(localhost|127\.0\.0\.1|\[::1\])(:[0-9]+)?"
 VARY_ORIGIN = (b"vary", b"Origin")
+SHOWN = 200
+"""Characters of a refused ``Host`` or ``Origin`` a refusal repeats."""
+HOSTS_REMEMBERED = 256
+"""``Host`` values whose verdict is kept; past that many (made-up ones) the memory starts afresh."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# The middleware
 
 
 class AccessControl:
-    """Credentials checked where a side has them; for a browser's request, CORS around that."""
+    """Host, origin, credentials and body type checked where they apply; for a browser's request,
+    CORS around that."""
 
     def __init__(self, app: ASGIApp, settings: Settings) -> None:
         self.app = app
         self.tool_token = settings.tool_token.get_secret_value() if settings.tool_token else None
         self.username = settings.answerer_username
         self.password = settings.answerer_password.get_secret_value() if settings.answerer_password else None
+        # The public URL is the gateway's own address: its host is served, a page from it is its own.
+        public = settings.public_url
+        public_host = urlsplit(public).hostname if public else None
+        self.hosts = AllowedHosts([*settings.allowed_hosts, *([public_host] if public_host else [])])
+        self.own_origin = origin_key("/".join(public.split("/")[:3])) if public else None
+        self._served: dict[str, bool] = {}
         wildcard = "*" in settings.cors_origins
         self.cors = CORSMiddleware(
             self._checked,
@@ -79,7 +210,16 @@ class AccessControl:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if any(name == b"origin" for name, _ in scope["headers"]):
+        host = origin = None
+        for name, value in scope["headers"]:
+            if name == b"host" and host is None:
+                host = value.decode("latin-1")
+            elif name == b"origin":
+                origin = value
+        if host is not None and not self._serves(host):
+            await _refuse(send, 421, "host_not_allowed", _foreign_host(host))
+            return
+        if origin is not None:
             await self.cors(scope, receive, send)
             return
 
@@ -91,32 +231,76 @@ class AccessControl:
 
         await self._checked(scope, receive, varying)
 
+    def _serves(self, host: str) -> bool:
+        """Remembered per ``Host`` value: nearly every request names one of a few."""
+        served = self._served.get(host)
+        if served is None:
+            if len(self._served) >= HOSTS_REMEMBERED:
+                self._served.clear()
+            name = host_name(host)
+            served = self._served[host] = name is not None and name in self.hosts
+        return served
+
     async def _checked(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["method"] == "OPTIONS":
+        method, path = scope["method"], scope["path"]
+        if method == "OPTIONS":
             await self.app(scope, receive, send)
             return
-        role = role_of(scope["path"])
-        if role == "tool" and self.tool_token is not None and not self._tool_allowed(scope):
-            await _refuse(send, "Bearer", "this route needs the tool token: Authorization: Bearer <token>")
+        headers = Headers(scope=scope)
+        if origin_checked(method, path) and (foreign := self._foreign_origin(headers)) is not None:
+            await _refuse(send, 403, "cross_origin", _cross_origin(foreign))
             return
-        if role == "answerer" and self.password is not None and not self._answerer_allowed(scope):
-            await _refuse(send, BASIC_REALM, "this route needs the answerer's HTTP Basic credentials")
+        role = role_of(path)
+        if role == "tool" and self.tool_token is not None and not self._tool_allowed(headers):
+            message = "this route needs the tool token: Authorization: Bearer <token>"
+            await _refuse(send, 401, "unauthorized", message, challenge="Bearer")
             return
+        if role == "answerer" and self.password is not None and not self._answerer_allowed(scope, headers):
+            message = "this route needs the answerer's HTTP Basic credentials"
+            await _refuse(send, 401, "unauthorized", message, challenge=BASIC_REALM)
+            return
+        rule = body_rule(method, path)
+        if rule is not None and not is_json(content_type := headers.get("content-type", "")):
+            receive, empty = await _peek_empty(receive) if rule == "json_or_empty" else (receive, False)
+            if not empty:
+                await _unsupported(role, content_type)(scope, receive, send)
+                return
         await self.app(scope, receive, send)
 
-    def _tool_allowed(self, scope: Scope) -> bool:
-        scheme, _, token = Headers(scope=scope).get("authorization", "").partition(" ")
+    def _foreign_origin(self, headers: Headers) -> str | None:
+        """The origin a browser's request comes from when that is not one allowed to change anything
+        here; None for the gateway's own pages, allowed origins, and clients that are not browsers."""
+        site = headers.get("sec-fetch-site")
+        origin = headers.get("origin")
+        if site is None and origin is None:  # tools, curl, SDKs: not a browser
+            return None
+        if site in ("same-origin", "none"):  # "none": the person's own action (typed, bookmarked)
+            return None
+        if origin is None:
+            return f"(none; Sec-Fetch-Site: {site})"
+        if origin == "null":  # sandboxed frames, files, privacy-stripped requests: nobody to allow
+            return origin
+        if site is None and same_origin(origin, headers.get("host", "")):
+            return None
+        if self.own_origin is not None and origin_key(origin) == self.own_origin:
+            return None
+        if self.cors.is_allowed_origin(origin):
+            return None
+        return origin
+
+    def _tool_allowed(self, headers: Headers) -> bool:
+        scheme, _, token = headers.get("authorization", "").partition(" ")
         assert self.tool_token is not None
         return scheme.lower() == "bearer" and same_secret(token.strip(), self.tool_token)
 
-    def _answerer_allowed(self, scope: Scope) -> bool:
-        scheme, _, encoded = Headers(scope=scope).get("authorization", "").partition(" ")
+    def _answerer_allowed(self, scope: Scope, headers: Headers) -> bool:
+        scheme, _, encoded = headers.get("authorization", "").partition(" ")
         if scheme.lower() != "basic":
             query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
             encoded = (query.get("auth_token") or [""])[0]
         try:
-            decoded = base64.b64decode(encoded.strip(), validate=True).decode()
-        except (binascii.Error, UnicodeDecodeError):
+            decoded = base64.b64decode(encoded.strip().encode("ascii"), validate=True).decode()
+        except ValueError:  # not ASCII, not base64, not UTF-8: malformed is as wrong as a bad secret
             return False
         username, separator, password = decoded.partition(":")
         assert self.password is not None
@@ -126,19 +310,57 @@ class AccessControl:
         return bool(separator) and user_ok and password_ok
 
 
-async def _refuse(send: Send, challenge: str, message: str) -> None:
-    body = json.dumps({"error": "unauthorized", "message": message}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 401,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", challenge.encode()),
-            ],
-        }
+async def _peek_empty(receive: Receive) -> tuple[Receive, bool]:
+    """Whether the body is empty, reading no further than its first bytes; and a ``receive`` that
+    gives the route what was read."""
+    read: list[Message] = []
+    empty = True
+    while True:
+        message = await receive()
+        read.append(message)
+        if message["type"] != "http.request":
+            break
+        if message.get("body"):
+            empty = False
+            break
+        if not message.get("more_body", False):
+            break
+
+    async def replay() -> Message:
+        return read.pop(0) if read else await receive()
+
+    return replay, empty
+
+
+def _unsupported(role: Role, content_type: str) -> ASGIApp:
+    """``415`` in the shape of the route's other refusals: OpenCode's on the answerer side."""
+    given = f"Content-Type {content_type[:SHOWN]!r}" if content_type else "no Content-Type"
+    message = f"the body must be JSON, sent with Content-Type: application/json ({given} was sent)"
+    if role == "answerer":
+        return bad_request(message, "Payload", status=415)
+    return tool_error(415, "unsupported_media_type", message)
+
+
+def _foreign_host(host: str) -> str:
+    return (
+        f"this gateway does not serve the host {host[:SHOWN]!r}: it answers to localhost, IP addresses "
+        "and the names in GATEWAY_ALLOWED_HOSTS (set it to the name clients use, e.g. behind a proxy)"
     )
+
+
+def _cross_origin(origin: str) -> str:
+    return (
+        f"a page on {origin[:SHOWN]!r} may not change anything here: only the gateway's own page, local "
+        "pages (localhost, 127.0.0.1, [::1]) and the origins in GATEWAY_CORS_ORIGINS may"
+    )
+
+
+async def _refuse(send: Send, status: int, code: str, message: str, challenge: str | None = None) -> None:
+    body = json.dumps({"error": code, "message": message}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if challenge is not None:
+        headers.append((b"www-authenticate", challenge.encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 

@@ -378,6 +378,11 @@ def test_the_services_and_the_ingress_reach_the_pods():
     service = find("Service", backend["name"])
     assert backend["port"]["name"] in {port["name"] for port in service["spec"]["ports"]}
 
+    # The gateway answers to the names the Ingress and the Service are reached by (else 421).
+    env = {item["name"]: item for item in gateway_container()["env"]}
+    allowed = Settings(allowed_hosts=env["GATEWAY_ALLOWED_HOSTS"]["value"]).allowed_hosts
+    assert {rule["host"], backend["name"]} <= set(allowed)
+
 
 def nginx_directive(name: str) -> str:
     [value] = re.findall(rf"^\s*{name}\s+([^;]+);", NGINX_CONF.read_text(), re.MULTILINE)

@@ -32,6 +32,7 @@ FORM = {
     "requestedSchema": {"type": "object", "properties": {"go": {"type": "boolean", "title": "Deploy now"}}},
 }
 MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+JSON_TYPE = {"Content-Type": "application/json"}
 
 
 def template(path: str) -> str:
@@ -163,11 +164,11 @@ async def test_mcp_refuses_what_the_page_says_it_refuses(client):
     )
     assert (wrong_type.status_code, wrong_type.text) == (400, "Invalid Content-Type header")
     foreign_host = await client.post("/mcp", json=call, headers={**MCP_HEADERS, "Host": "evil.example"})
-    assert (foreign_host.status_code, foreign_host.text) == (421, "Invalid Host header")
+    assert (foreign_host.status_code, foreign_host.json()["error"]) == (421, "host_not_allowed")
     foreign_origin = await client.post(
         "/mcp", json=call, headers={**MCP_HEADERS, "Origin": "http://evil.example"}
     )
-    assert (foreign_origin.status_code, foreign_origin.text) == (403, "Invalid Origin header")
+    assert (foreign_origin.status_code, foreign_origin.json()["error"]) == (403, "cross_origin")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -346,6 +347,32 @@ def store_down(path: str) -> Trigger:
     return trigger
 
 
+async def _foreign_host(client: httpx.AsyncClient) -> list[httpx.Response]:
+    return [
+        await client.get("/question", headers={"Host": "rebound.example"}),
+        await client.post("/elicitations", json=FORM, headers={"Host": "rebound.example:4096"}),
+    ]
+
+
+async def _cross_origin(client: httpx.AsyncClient) -> list[httpx.Response]:
+    request_id = await pending_id(client)
+    page = {"Origin": "https://evil.example", "Content-Type": "text/plain"}
+    return [
+        await client.post(f"/question/{request_id}/reply", content=b'{"answers": [["x"]]}', headers=page),
+        await client.post(f"/question/{request_id}/reject", headers={"Sec-Fetch-Site": "cross-site"}),
+        await client.post("/elicitations", json=FORM, headers={"Origin": "null"}),
+    ]
+
+
+async def _unsupported_reply(client: httpx.AsyncClient) -> list[httpx.Response]:
+    request_id = await pending_id(client)
+    form_body = {"Content-Type": "application/x-www-form-urlencoded"}
+    return [
+        await client.post(f"/question/{request_id}/reply", content=b'{"answers": [["x"]]}'),
+        await client.post(f"/question/{request_id}/reject", content=b"action=decline", headers=form_body),
+    ]
+
+
 async def _answers_do_not_fit(client: httpx.AsyncClient) -> list[httpx.Response]:
     created = await client.post("/elicitations", json=form_with({"hours": {"type": "integer"}}))
     request_id = created.json()["id"]
@@ -355,13 +382,13 @@ async def _answers_do_not_fit(client: httpx.AsyncClient) -> list[httpx.Response]
 async def _malformed_reply(client: httpx.AsyncClient) -> list[httpx.Response]:
     request_id = await pending_id(client)
     return [
-        await client.post(f"/question/{request_id}/reply", content=b"{"),
+        await client.post(f"/question/{request_id}/reply", content=b"{", headers=JSON_TYPE),
         await client.post(f"/question/{request_id}/reject", json={"action": "accept"}),
     ]
 
 
 async def _too_large_reply(client: httpx.AsyncClient) -> list[httpx.Response]:
-    return [await client.post("/question/que_unknown/reply", content=b" " * 2048)]
+    return [await client.post("/question/que_unknown/reply", content=b" " * 2048, headers=JSON_TYPE)]
 
 
 async def _question_not_found(client: httpx.AsyncClient) -> list[httpx.Response]:
@@ -387,7 +414,7 @@ JSONRPC = {"jsonrpc": "2.0", "id": 7}
 
 TRIGGERS: dict[tuple[Any, ...], Trigger] = {
     # The tool side
-    (400, "tool", "invalid_json"): post("/elicit", content=b"{nope"),
+    (400, "tool", "invalid_json"): post("/elicit", content=b"{nope", headers=JSON_TYPE),
     (400, "tool", "invalid_params"): post("/elicit", json=[1]),
     (400, "tool", "unsupported_mode"): post(
         "/elicit", json={"mode": "url", "message": "m", "url": "https://example.com", "elicitationId": "e"}
@@ -403,7 +430,7 @@ TRIGGERS: dict[tuple[Any, ...], Trigger] = {
     (405, "tool", "method_not_allowed"): get("/elicit"),
     (409, "tool", "already_finished"): one_server(_already_finished),
     (413, "tool", "body_too_large"): one_server(
-        lambda client: asyncio.gather(client.post("/elicitations", content=b" " * 2048)),
+        lambda client: asyncio.gather(client.post("/elicitations", content=b" " * 2048, headers=JSON_TYPE)),
         max_body_size=1024,
     ),
     (422, "tool", "too_many_questions"): post(
@@ -421,10 +448,15 @@ TRIGGERS: dict[tuple[Any, ...], Trigger] = {
     (401, "tool", "unauthorized"): _unauthorized,
     (500, "tool", "internal"): _internal,
     (503, "tool", "store_unavailable"): _store_unavailable,
+    (421, "tool", "host_not_allowed"): one_server(_foreign_host),
+    (403, "tool", "cross_origin"): one_server(_cross_origin),
+    (415, "tool", "unsupported_media_type"): post(
+        "/elicit", content=json.dumps(FORM), headers={"Content-Type": "text/plain"}
+    ),
     (503, "health"): store_down("/global/health"),
     (503, "healthz"): store_down("/healthz"),
     # JSON-RPC
-    (200, "jsonrpc", -32700): post("/elicit", content=b'{"jsonrpc": "2.0", nope'),
+    (200, "jsonrpc", -32700): post("/elicit", content=b'{"jsonrpc": "2.0", nope', headers=JSON_TYPE),
     (200, "jsonrpc", -32600): post("/elicit", json={"jsonrpc": "2.0", "method": "elicitation/create"}),
     (200, "jsonrpc", -32601): post("/elicit", json={**JSONRPC, "method": "tools/list"}),
     (200, "jsonrpc", -32602): post("/elicit", json={**JSONRPC, "method": "elicitation/create", "params": 3}),
@@ -433,6 +465,7 @@ TRIGGERS: dict[tuple[Any, ...], Trigger] = {
     (400, "BadRequest", "Payload", False): one_server(_malformed_reply),
     (400, "BadRequest", "Payload", True): one_server(_answers_do_not_fit),
     (413, "BadRequest", "Payload", False): one_server(_too_large_reply, max_body_size=1024),
+    (415, "BadRequest", "Payload", False): one_server(_unsupported_reply),
     (404, "tag", "QuestionNotFoundError"): one_server(_question_not_found),
 }
 

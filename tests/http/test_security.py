@@ -2,11 +2,16 @@
 other's door. Every route with no, wrong and right credentials, for both roles."""
 
 import base64
+import json
+from urllib.parse import quote_from_bytes
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.helpers import form, pending, read_events, text_properties
+from tests.raw_http import head, raw_request
 
 TOKEN = "tool-secret-token"
 USER, PASSWORD = "opencode", "answerer-secret"
@@ -175,3 +180,86 @@ async def test_a_wildcard_origin_never_comes_with_credentials(make_server):
         )
         assert preflight.headers["access-control-allow-origin"] == "*"
         assert "access-control-allow-credentials" not in preflight.headers
+
+
+# ---------------------------------------------------------------------------------------------------
+# Malformed credentials: as wrong as a wrong secret, never a server error
+
+
+def b64(raw: bytes) -> bytes:
+    return base64.b64encode(raw)
+
+
+MALFORMED_AUTHORIZATION: dict[str, bytes] = {
+    "empty": b"",
+    "only a space": b" ",
+    "an empty scheme": b" " + b64(b"opencode:answerer-secret"),
+    "a scheme alone": b"Basic",
+    "a scheme and a space": b"Basic ",
+    "not base64": b"Basic !!!not-base64",
+    "base64 of no colon": b"Basic " + b64(b"opencodeanswerer-secret"),
+    "base64 of a colon alone": b"Basic " + b64(b":"),
+    "base64 of bytes that are not UTF-8": b"Basic " + b64(b"opencode:\xff\xfe"),
+    "base64 of latin-1 credentials": b"Basic " + b64("opencode:answerer-sécret".encode("latin-1")),
+    "non-ASCII in the header": "Basic ÿþ".encode("latin-1"),
+    "non-ASCII scheme": "Bäsic ".encode("latin-1") + b64(b"opencode:answerer-secret"),
+    "a right password with a wrong user in UTF-8": b"Basic " + b64("ópencode:answerer-secret".encode()),
+    "another scheme": b"Digest " + b64(b"opencode:answerer-secret"),
+    "bearer with the password": b"Bearer answerer-secret",
+    "a NUL in the credentials": b"Basic " + b64(b"opencode\x00:answerer-secret"),
+}
+MALFORMED_AUTH_TOKEN: dict[str, str] = {
+    "bytes that are not UTF-8": "%ff%fe",
+    "non-ASCII": "%C3%A9%C3%A9",
+    "not base64": "!!!",
+    "base64 of no colon": b64(b"opencodeanswerer-secret").decode(),
+    "base64 of bytes that are not UTF-8": b64(b"opencode:\xff")
+    .decode()
+    .replace("+", "%2B")
+    .replace("/", "%2F"),
+    "empty": "",
+    "a NUL": "%00",
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED_AUTHORIZATION)
+@pytest.mark.parametrize("path", ["/question", "/elicitations"])
+async def test_malformed_authorization_is_401(secured, case, path):
+    """Sent byte by byte: httpx would not send every one of these."""
+    headers = [(b"Host", b"127.0.0.1"), (b"Authorization", MALFORMED_AUTHORIZATION[case])]
+    refused = raw_request(secured.port, head("GET", path, headers))
+    assert refused.status == 401, refused
+    assert json.loads(refused.body)["error"] == "unauthorized"
+
+
+@pytest.mark.parametrize("case", MALFORMED_AUTH_TOKEN)
+async def test_a_malformed_auth_token_is_401(secured, case):
+    refused = raw_request(secured.port, head("GET", f"/event?auth_token={MALFORMED_AUTH_TOKEN[case]}", []))
+    assert refused.status == 401, refused
+    assert json.loads(refused.body)["error"] == "unauthorized"
+
+
+HEADER_BYTES = st.binary(max_size=80).filter(lambda value: not any(c in value for c in b"\r\n\0"))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    authorization=st.one_of(
+        HEADER_BYTES,
+        st.builds(
+            lambda scheme, raw: scheme + b64(raw),
+            st.sampled_from([b"Basic ", b"Bearer ", b"basic  "]),
+            st.binary(),
+        ),
+    ),
+    token=st.binary(max_size=80),
+)
+def test_no_credentials_are_a_server_error(secured, authorization, token):
+    """Anything in Authorization, any bytes in auth_token: 401, or the parser's 400 for bytes no header
+    may hold; never a 500, on either side."""
+    for path in ("/question", "/elicitations/que_none", f"/event?auth_token={quote_from_bytes(token)}"):
+        headers = [(b"Host", b"127.0.0.1"), (b"Authorization", authorization)]
+        if path.startswith("/event"):
+            headers = headers[:1]
+        answered = raw_request(secured.port, head("GET", path, headers))
+        assert answered.status in (400, 401), (path, answered)

@@ -217,7 +217,7 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
     gateway = Gateway(settings)
     await gateway.start()
     transport = httpx.ASGITransport(app=create_app(settings, gateway))
-    async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://gateway.localhost") as client:
         yield client
     await gateway.shutdown()
 
