@@ -18,7 +18,7 @@ from elicitation_gateway.gateway import Gateway
 from elicitation_gateway.server.mcp_endpoint import McpEndpoint
 from elicitation_gateway.server.routes import routes
 from elicitation_gateway.server.routes.parsing import UrlTextCheck
-from elicitation_gateway.server.security import AccessControl
+from elicitation_gateway.server.security import AccessControl, BrowserGuard
 from elicitation_gateway.server.tracing import tracing_middleware
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores.base import StoreUnavailable
@@ -58,6 +58,8 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
 
         bridge = Bridge(gateway, settings)
         middleware.insert(0, bridge.middleware())
+    # Hosts and origins before anything else (in bridge mode, before requests are forwarded to OpenCode).
+    middleware.insert(0, Middleware(BrowserGuard, settings=settings))
     middleware[:0] = tracing_middleware()  # outermost; only with the `otel` extra and a tracer provider
 
     @contextlib.asynccontextmanager

@@ -179,57 +179,40 @@ HOSTS_REMEMBERED = 256
 # The middleware
 
 
-class AccessControl:
-    """Host, origin, credentials and body type checked where they apply; for a browser's request,
-    CORS around that."""
+class BrowserGuard:
+    """The hosts the gateway serves (421 otherwise) and the origins a browser's change may come from
+    (403 otherwise), for every request. The outermost layer but tracing: in bridge mode the requests it
+    forwards to OpenCode are checked too."""
 
     def __init__(self, app: ASGIApp, settings: Settings) -> None:
         self.app = app
-        self.tool_token = settings.tool_token.get_secret_value() if settings.tool_token else None
-        self.username = settings.answerer_username
-        self.password = settings.answerer_password.get_secret_value() if settings.answerer_password else None
         # The public URL is the gateway's own address: its host is served, a page from it is its own.
         public = settings.public_url
         public_host = urlsplit(public).hostname if public else None
         self.hosts = AllowedHosts([*settings.allowed_hosts, *([public_host] if public_host else [])])
         self.own_origin = origin_key("/".join(public.split("/")[:3])) if public else None
         self._served: dict[str, bool] = {}
-        wildcard = "*" in settings.cors_origins
-        self.cors = CORSMiddleware(
-            self._checked,
-            allow_origins=settings.cors_origins,
-            allow_origin_regex=LOCAL_ORIGINS,
-            allow_credentials=not wildcard,  # "*" never with credentials
-            allow_methods=["GET", "POST", "DELETE"],
-            allow_headers=["Authorization", "Content-Type", "Last-Event-ID", "x-opencode-directory"],
-            expose_headers=["Location"],
-            max_age=600,
-        )
+        self._cors_origins = cors_middleware(app, settings)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        host = origin = None
+        host = None
         for name, value in scope["headers"]:
-            if name == b"host" and host is None:
+            if name == b"host":
                 host = value.decode("latin-1")
-            elif name == b"origin":
-                origin = value
+                break
         if host is not None and not self._serves(host):
             await _refuse(send, 421, "host_not_allowed", _foreign_host(host))
             return
-        if origin is not None:
-            await self.cors(scope, receive, send)
-            return
-
-        async def varying(message: Message) -> None:
-            """Every response depends on the Origin it was asked with: caches must keep them apart."""
-            if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", ()), VARY_ORIGIN]
-            await send(message)
-
-        await self._checked(scope, receive, varying)
+        method = scope["method"]
+        if method != "OPTIONS" and origin_checked(method, scope["path"]):
+            foreign = self._foreign_origin(Headers(scope=scope))
+            if foreign is not None:
+                await _refuse(send, 403, "cross_origin", _cross_origin(foreign))
+                return
+        await self.app(scope, receive, send)
 
     def _serves(self, host: str) -> bool:
         """Remembered per ``Host`` value: nearly every request names one of a few."""
@@ -240,32 +223,6 @@ class AccessControl:
             name = host_name(host)
             served = self._served[host] = name is not None and name in self.hosts
         return served
-
-    async def _checked(self, scope: Scope, receive: Receive, send: Send) -> None:
-        method, path = scope["method"], scope["path"]
-        if method == "OPTIONS":
-            await self.app(scope, receive, send)
-            return
-        headers = Headers(scope=scope)
-        if origin_checked(method, path) and (foreign := self._foreign_origin(headers)) is not None:
-            await _refuse(send, 403, "cross_origin", _cross_origin(foreign))
-            return
-        role = role_of(path)
-        if role == "tool" and self.tool_token is not None and not self._tool_allowed(headers):
-            message = "this route needs the tool token: Authorization: Bearer <token>"
-            await _refuse(send, 401, "unauthorized", message, challenge="Bearer")
-            return
-        if role == "answerer" and self.password is not None and not self._answerer_allowed(scope, headers):
-            message = "this route needs the answerer's HTTP Basic credentials"
-            await _refuse(send, 401, "unauthorized", message, challenge=BASIC_REALM)
-            return
-        rule = body_rule(method, path)
-        if rule is not None and not is_json(content_type := headers.get("content-type", "")):
-            receive, empty = await _peek_empty(receive) if rule == "json_or_empty" else (receive, False)
-            if not empty:
-                await _unsupported(role, content_type)(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
 
     def _foreign_origin(self, headers: Headers) -> str | None:
         """The origin a browser's request comes from when that is not one allowed to change anything
@@ -284,9 +241,76 @@ class AccessControl:
             return None
         if self.own_origin is not None and origin_key(origin) == self.own_origin:
             return None
-        if self.cors.is_allowed_origin(origin):
+        if self._cors_origins.is_allowed_origin(origin):
             return None
         return origin
+
+
+def cors_middleware(app: ASGIApp, settings: Settings) -> CORSMiddleware:
+    """What web pages on other origins may call, as OpenCode allows them: local pages on any port, and
+    ``GATEWAY_CORS_ORIGINS``."""
+    wildcard = "*" in settings.cors_origins
+    return CORSMiddleware(
+        app,
+        allow_origins=settings.cors_origins,
+        allow_origin_regex=LOCAL_ORIGINS,
+        allow_credentials=not wildcard,  # "*" never with credentials
+        allow_methods=["GET", "POST", "DELETE"],
+        allow_headers=["Authorization", "Content-Type", "Last-Event-ID", "x-opencode-directory"],
+        expose_headers=["Location"],
+        max_age=600,
+    )
+
+
+class AccessControl:
+    """Credentials and body type checked where they apply; for a browser's request, CORS around that
+    (:class:`BrowserGuard` has already checked its host and origin)."""
+
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.tool_token = settings.tool_token.get_secret_value() if settings.tool_token else None
+        self.username = settings.answerer_username
+        self.password = settings.answerer_password.get_secret_value() if settings.answerer_password else None
+        self.cors = cors_middleware(self._checked, settings)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if any(name == b"origin" for name, _ in scope["headers"]):
+            await self.cors(scope, receive, send)
+            return
+
+        async def varying(message: Message) -> None:
+            """Every response depends on the Origin it was asked with: caches must keep them apart."""
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", ()), VARY_ORIGIN]
+            await send(message)
+
+        await self._checked(scope, receive, varying)
+
+    async def _checked(self, scope: Scope, receive: Receive, send: Send) -> None:
+        method, path = scope["method"], scope["path"]
+        if method == "OPTIONS":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        role = role_of(path)
+        if role == "tool" and self.tool_token is not None and not self._tool_allowed(headers):
+            message = "this route needs the tool token: Authorization: Bearer <token>"
+            await _refuse(send, 401, "unauthorized", message, challenge="Bearer")
+            return
+        if role == "answerer" and self.password is not None and not self._answerer_allowed(scope, headers):
+            message = "this route needs the answerer's HTTP Basic credentials"
+            await _refuse(send, 401, "unauthorized", message, challenge=BASIC_REALM)
+            return
+        rule = body_rule(method, path)
+        if rule is not None and not is_json(content_type := headers.get("content-type", "")):
+            receive, empty = await _peek_empty(receive) if rule == "json_or_empty" else (receive, False)
+            if not empty:
+                await _unsupported(role, content_type)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
     def _tool_allowed(self, headers: Headers) -> bool:
         scheme, _, token = headers.get("authorization", "").partition(" ")

@@ -762,3 +762,45 @@ async def test_opencodes_own_questions_are_listed_and_answered_through_the_gatew
             await client.post(f"/question/{mine}/reply", json={"answers": [["green"], ["3"]]})
             assert (await tool).json() == COLOR_ACCEPTED
             assert len(answered) == 1
+
+
+async def test_requests_forwarded_to_opencode_are_guarded_as_the_gateways_own(
+    make_server: Callable[..., RunningServer],
+):
+    """A DNS-rebinding page or a page on another origin reaches OpenCode through the gateway's port no
+    more than it reaches the gateway: foreign hosts are 421 and cross-site changes 403 before anything
+    is forwarded; the same requests from a tool or a same-origin page go through."""
+    forwarded: list[str] = []
+
+    async def prompt(request: Request) -> Response:
+        forwarded.append(request.url.path)
+        return JSONResponse({"ok": True})
+
+    routes = [
+        *opencode_basics(),
+        Route("/session/{id}/message", prompt, methods=["POST"]),
+        Route("/config", prompt),
+    ]
+    with ScriptedUpstream(routes) as upstream:
+        gateway = make_server(opencode_url=upstream.url)
+        async with httpx.AsyncClient(base_url=gateway.url, timeout=10) as client:
+            rebound = await client.get("/config", headers={"Host": f"rebound.example:{gateway.port}"})
+            assert rebound.status_code == 421
+            assert rebound.json()["error"] == "host_not_allowed"
+            for attack in (
+                {"Origin": "https://evil.example", "Content-Type": "text/plain"},
+                {"Sec-Fetch-Site": "cross-site", "Content-Type": "text/plain"},
+                {"Origin": "null"},
+            ):
+                refused = await client.post(
+                    "/session/ses_x/message", content=b'{"parts": []}', headers=attack
+                )
+                assert refused.status_code == 403, refused.text
+                assert refused.json()["error"] == "cross_origin"
+            assert forwarded == []
+
+            assert (await client.post("/session/ses_x/message", json={"parts": []})).status_code == 200
+            own_page = {"Origin": gateway.url, "Sec-Fetch-Site": "same-origin"}
+            assert (await client.post("/session/ses_x/message", json={}, headers=own_page)).status_code == 200
+            assert (await client.get("/config")).status_code == 200
+            assert forwarded == ["/session/ses_x/message", "/session/ses_x/message", "/config"]

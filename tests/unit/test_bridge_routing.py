@@ -8,6 +8,7 @@ from pydantic import ValidationError
 from elicitation_gateway.server.app import create_app
 from elicitation_gateway.server.bridge import Dispatch, Owner, owner
 from elicitation_gateway.server.bridge.upstream import Upstream, forwarded_headers, returned_headers
+from elicitation_gateway.server.security import BrowserGuard
 from elicitation_gateway.settings import Settings
 
 
@@ -116,7 +117,9 @@ def test_without_the_setting_nothing_of_the_bridge_is_in_the_app():
     assert all(middleware.cls is not Dispatch for middleware in plain.user_middleware)
     bridged = create_app(Settings(opencode_url="http://127.0.0.1:4096"))
     assert bridged.state.bridge is not None
-    assert bridged.user_middleware[0].cls is Dispatch  # outermost: before CORS and access control
+    # Outermost but the host and origin checks, which guard what it forwards too: before CORS and access
+    # control.
+    assert [middleware.cls for middleware in bridged.user_middleware[:2]] == [BrowserGuard, Dispatch]
     # Bridge mode adds the merged routes in front and takes nothing away.
     plain_routes = [getattr(route, "path", None) for route in plain.routes]
     bridged_routes = [getattr(route, "path", None) for route in bridged.routes]

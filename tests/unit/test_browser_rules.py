@@ -8,8 +8,8 @@ from pydantic import ValidationError
 
 from elicitation_gateway.server.security import (
     HOSTS_REMEMBERED,
-    AccessControl,
     AllowedHosts,
+    BrowserGuard,
     body_rule,
     host_name,
     is_ip_literal,
@@ -226,7 +226,7 @@ def test_no_origin_or_content_type_breaks_the_rules(origin, host):
 
 def test_hosts_are_remembered_within_a_bound():
     """The verdict per Host value is kept, but a stream of made-up hosts cannot grow it past its bound."""
-    control = AccessControl(lambda scope, receive, send: None, Settings(allowed_hosts=["gw.example"]))
+    control = BrowserGuard(lambda scope, receive, send: None, Settings(allowed_hosts=["gw.example"]))
     for index in range(3 * HOSTS_REMEMBERED):
         assert not control._serves(f"rebound-{index}.example")
         assert len(control._served) <= HOSTS_REMEMBERED
