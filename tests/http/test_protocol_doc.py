@@ -415,6 +415,10 @@ JSONRPC = {"jsonrpc": "2.0", "id": 7}
 TRIGGERS: dict[tuple[Any, ...], Trigger] = {
     # The tool side
     (400, "tool", "invalid_json"): post("/elicit", content=b"{nope", headers=JSON_TYPE),
+    (400, "tool", "invalid_text"): post(
+        "/elicit", content=b'{"message": "\\ud800", "requestedSchema": {}}', headers=JSON_TYPE
+    ),
+    (400, "tool", "too_deep"): post("/elicit", content=b"[" * 100_000 + b"]" * 100_000, headers=JSON_TYPE),
     (400, "tool", "invalid_params"): post("/elicit", json=[1]),
     (400, "tool", "unsupported_mode"): post(
         "/elicit", json={"mode": "url", "message": "m", "url": "https://example.com", "elicitationId": "e"}
@@ -432,6 +436,15 @@ TRIGGERS: dict[tuple[Any, ...], Trigger] = {
     (413, "tool", "body_too_large"): one_server(
         lambda client: asyncio.gather(client.post("/elicitations", content=b" " * 2048, headers=JSON_TYPE)),
         max_body_size=1024,
+    ),
+    (413, "tool", "question_too_large"): one_server(
+        lambda client: asyncio.gather(
+            client.post(
+                "/elicitations",
+                json=form_with({f"q{i}": {"enum": [f"{i}-{j:0>60}" for j in range(200)]} for i in range(20)}),
+            )
+        ),
+        max_pending_bytes_per_session=1024 * 1024,
     ),
     (422, "tool", "too_many_questions"): post(
         "/elicit", json=form_with({f"q{index}": {"type": "string"} for index in range(51)})
