@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
 
 from elicitation_gateway.gateway import Gateway
 from elicitation_gateway.server.mcp_endpoint import McpEndpoint
@@ -38,6 +38,13 @@ async def _http_error(request: Request, error: Exception) -> JSONResponse:
 async def _server_error(request: Request, error: Exception) -> JSONResponse:
     logger.exception("unexpected error on %s %s", request.method, request.url.path)
     return JSONResponse({"error": "internal", "message": "unexpected error; see the server log"}, 500)
+
+
+async def _client_gone(request: Request, error: Exception) -> Response:
+    """A client that left before its request was read: nothing went wrong here, and nothing changed."""
+    # The path only: the query string may hold an auth_token.
+    logger.info("client disconnected before its request was read: %s %s", request.method, request.url.path)
+    return Response(status_code=499)  # nginx's "client closed request": nobody is left to receive it
 
 
 async def _store_unavailable(request: Request, error: Exception) -> JSONResponse:
@@ -76,6 +83,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         exception_handlers={
             HTTPException: _http_error,
             StoreUnavailable: _store_unavailable,
+            ClientDisconnect: _client_gone,
             Exception: _server_error,
         },
     )

@@ -21,6 +21,11 @@ _LEFT_OUT = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskN
 _request_started: ContextVar[float] = ContextVar("request_started")
 """When the app received the request being served (``time.perf_counter()``): set by ``AccessTiming``."""
 
+UNFINISHED = "ASGI callable returned without completing response."
+"""What uvicorn logs at ERROR when an app returns before its response's last chunk."""
+
+_unfinished_on_purpose: ContextVar[bool] = ContextVar("unfinished_on_purpose", default=False)
+
 
 class JsonFormatter(logging.Formatter):
     """One JSON object a line: ``time``, ``level``, ``logger``, ``message``, then the record's extras.
@@ -82,6 +87,27 @@ class AccessDuration(logging.Filter):
         if record.name == ACCESS_LOGGER and (started := _request_started.get(None)) is not None:
             record.duration_ms = round((time.perf_counter() - started) * 1000, 3)
         return True
+
+
+def end_unfinished_on_purpose() -> None:
+    """Say that the response being served ends without its last chunk on purpose, and has logged why:
+    uvicorn's ERROR line for it (``UNFINISHED``) is then left out. Only the request's own task sees it."""
+    _unfinished_on_purpose.set(True)
+
+
+class DeliberateEnds(logging.Filter):
+    """On ``uvicorn.error``: leaves out ``UNFINISHED`` for a response that said it ends so on purpose
+    (uvicorn logs it in the request's task, which set the mark). Every other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.msg == UNFINISHED and _unfinished_on_purpose.get())
+
+
+def quiet_deliberate_ends() -> None:
+    """Put ``DeliberateEnds`` on uvicorn's error logger (once)."""
+    error_logger = logging.getLogger("uvicorn.error")
+    if not any(isinstance(existing, DeliberateEnds) for existing in error_logger.filters):
+        error_logger.addFilter(DeliberateEnds())
 
 
 def timing_wanted(settings: Settings) -> bool:

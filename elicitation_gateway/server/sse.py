@@ -10,10 +10,15 @@ seconds: 24 KB per idle stream, one ``send`` per frame.
 """
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 
 from starlette.types import Receive, Scope, Send
+
+from elicitation_gateway.server.logs import end_unfinished_on_purpose
+
+logger = logging.getLogger(__name__)
 
 
 class EventStreamResponse:
@@ -65,6 +70,13 @@ class EventStreamResponse:
             if not self._stalled or writer.uncancel():
                 raise
             # Dropped for stalling: ending without the closing chunk makes uvicorn close the socket.
+            logger.info(
+                "dropped a subscriber that left one write unread for %g s: %s %s",
+                self._send_timeout,
+                scope.get("method"),
+                scope.get("path"),  # never the query string: it may hold an auth_token
+            )
+            end_unfinished_on_purpose()
         finally:
             watcher.cancel()
             await self._frames.aclose()
