@@ -8,6 +8,7 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from elicitation_gateway.settings import Settings
@@ -103,11 +104,39 @@ class DeliberateEnds(logging.Filter):
         return not (record.msg == UNFINISHED and _unfinished_on_purpose.get())
 
 
-def quiet_deliberate_ends() -> None:
-    """Put ``DeliberateEnds`` on uvicorn's error logger (once)."""
-    error_logger = logging.getLogger("uvicorn.error")
-    if not any(isinstance(existing, DeliberateEnds) for existing in error_logger.filters):
-        error_logger.addFilter(DeliberateEnds())
+CLIENT_GONE = "client disconnected before its request was read: %s %s"
+"""The one line for a client that left mid-request: method and path, never the query string (it may
+hold an ``auth_token``)."""
+
+
+class ClientGone(logging.Filter):
+    """On the MCP SDK's Streamable HTTP logger, which logs a client that left before its ``POST`` body
+    was read as an ERROR with a traceback: that record becomes the ``CLIENT_GONE`` INFO line the app
+    writes for its own routes. Every other record passes as it is."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info is None or not isinstance(record.exc_info[1], ClientDisconnect):
+            return True
+        record.levelno, record.levelname = logging.INFO, logging.getLevelName(logging.INFO)
+        record.msg, record.args = CLIENT_GONE, ("POST", self.path)
+        record.exc_info = record.exc_text = None
+        return logging.getLogger(record.name).isEnabledFor(logging.INFO)
+
+
+def quiet_dropped_clients(mcp_path: str = "/mcp") -> None:
+    """Put the filters that keep a dropped client to one INFO line on uvicorn's error logger and the
+    MCP SDK's (once each)."""
+    _add_once(logging.getLogger("uvicorn.error"), DeliberateEnds())
+    _add_once(logging.getLogger("mcp.server.streamable_http"), ClientGone(mcp_path))
+
+
+def _add_once(target: logging.Logger, added: logging.Filter) -> None:
+    if not any(type(existing) is type(added) for existing in target.filters):
+        target.addFilter(added)
 
 
 def timing_wanted(settings: Settings) -> bool:

@@ -17,9 +17,10 @@ from elicitation_gateway.server.logs import (
     AccessTiming,
     configure_logging,
     listening_line,
-    quiet_deliberate_ends,
+    quiet_dropped_clients,
     timing_wanted,
 )
+from elicitation_gateway.server.mcp_endpoint import PATH as MCP_PATH
 from elicitation_gateway.server.protocol import deadline_protocol
 from elicitation_gateway.server.security import warn_if_exposed
 from elicitation_gateway.settings import Settings
@@ -80,7 +81,7 @@ def uvicorn_config(app: ASGIApp, settings: Settings, **options: Any) -> uvicorn.
         lifespan="on",
         **options,
     )
-    quiet_deliberate_ends()  # after the Config, which may have configured uvicorn's loggers
+    quiet_dropped_clients(MCP_PATH)  # after the Config, which may have configured uvicorn's loggers
     return config
 
 

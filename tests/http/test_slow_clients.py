@@ -171,23 +171,49 @@ async def test_slow_but_steady_requests_within_the_deadline_are_served(make_serv
 # Bodies cut short
 
 
-@pytest.mark.parametrize("route", ["/elicit", "/elicitations", "/question/{id}/reply"])
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+
+
+def body_for(route: str) -> dict[str, Any]:
+    if route == "/mcp":
+        return {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "question", "arguments": {}},
+        }
+    if route.endswith("/reply"):
+        return {"answers": [["yes"]]}
+    return form(text_properties(1))
+
+
+@pytest.mark.parametrize("route", ["/elicit", "/elicitations", "/question/{id}/reply", "/mcp"])
 async def test_a_client_that_leaves_mid_body_is_one_info_line_and_changes_nothing(
     server, client, caplog, route
 ):
-    caplog.set_level(logging.INFO, logger="elicitation_gateway")
+    caplog.set_level(logging.INFO)
     asked = None
     if "{id}" in route:
-        created = await client.post("/elicitations", json=form(text_properties(1)))
-        asked = created.json()["id"]
+        asked = (await client.post("/elicitations", json=form(text_properties(1)))).json()["id"]
     path = route.format(id=asked)
-    body = json.dumps({"answers": [["yes"]]} if asked else form(text_properties(1))).encode()
+    body = json.dumps(body_for(route)).encode()
     before = (await client.get("/question")).json()
 
     with logged_by_uvicorn() as uvicorn_records:
         _, writer = await asyncio.open_connection("127.0.0.1", server.port)
         head = (
-            f"POST {path}?auth_token={TOKEN} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"POST {path}?auth_token={TOKEN} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+            f"Accept: {MCP_HEADERS['Accept']}\r\n"
             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
         )
         writer.write(head.encode() + body[: len(body) // 2])
@@ -208,6 +234,8 @@ async def test_a_client_that_leaves_mid_body_is_one_info_line_and_changes_nothin
         replied = await client.post(f"/question/{asked}/reply", json={"answers": [["yes"]]})
         assert replied.status_code == 200, replied.text
         assert (await client.get("/question")).json() == []
+    elif route == "/mcp":
+        assert (await client.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)).status_code == 200
     else:
         assert (await client.post("/elicitations", json=form(text_properties(1)))).status_code == 201
 
@@ -308,10 +336,10 @@ async def test_a_client_that_never_reads_a_big_response_is_dropped_and_freed(mak
 
 
 async def test_a_slow_reader_that_keeps_reading_gets_the_whole_response(make_server):
-    """About 7 MB read at about 1 MB/s: several read deadlines long, progress in each."""
+    """About 4.5 MB read at about 1 MB/s: several read deadlines long, progress in each."""
     server = make_server(send_timeout=1, max_text_length=1_000_000)
     async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
-        for _ in range(8):
+        for _ in range(5):
             assert (await client.post("/elicitations", json=big_question(900_000))).status_code == 201
         expected = len((await client.get("/question")).content)
 
@@ -323,7 +351,7 @@ async def test_a_slow_reader_that_keeps_reading_gets_the_whole_response(make_ser
             pause = threading.Event()
             while chunk := raw.recv(65536):
                 received += chunk
-                pause.wait(0.06)
+                pause.wait(0.05)
             return bytes(received)
 
     received = await asyncio.to_thread(read_slowly)
