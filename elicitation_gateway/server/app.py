@@ -15,7 +15,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from elicitation_gateway.gateway import Gateway
-from elicitation_gateway.server.logs import CLIENT_GONE
+from elicitation_gateway.server.logs import CLIENT_GONE, route_of
 from elicitation_gateway.server.mcp_endpoint import McpEndpoint
 from elicitation_gateway.server.routes import routes
 from elicitation_gateway.server.security import AccessControl
@@ -43,7 +43,7 @@ async def _server_error(request: Request, error: Exception) -> JSONResponse:
 
 async def _client_gone(request: Request, error: Exception) -> Response:
     """A client that left before its request was read: nothing went wrong here, and nothing changed."""
-    logger.info(CLIENT_GONE, request.method, request.url.path)  # the path only: never the query string
+    logger.info(CLIENT_GONE, route_of(request.scope))
     return Response(status_code=499)  # nginx's "client closed request": nobody is left to receive it
 
 

@@ -4,6 +4,7 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Mapping
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
@@ -104,9 +105,17 @@ class DeliberateEnds(logging.Filter):
         return not (record.msg == UNFINISHED and _unfinished_on_purpose.get())
 
 
-CLIENT_GONE = "client disconnected before its request was read: %s %s"
-"""The one line for a client that left mid-request: method and path, never the query string (it may
-hold an ``auth_token``)."""
+CLIENT_GONE = "client disconnected before its request was read: %s"
+"""The one line for a client that left mid-request, with its ``route_of``."""
+
+
+def route_of(scope: Mapping[str, Any]) -> str:
+    """``METHOD /path`` of a request, for a log line: the path as the client sent it, percent-encoded,
+    so that no line break reaches the log to forge a line; never the query string, which may hold an
+    ``auth_token``."""
+    raw = scope.get("raw_path")
+    path = raw.decode("ascii", "backslashreplace") if isinstance(raw, bytes) else ascii(scope.get("path"))
+    return f"{scope.get('method')} {path}"
 
 
 class ClientGone(logging.Filter):
@@ -122,7 +131,7 @@ class ClientGone(logging.Filter):
         if record.exc_info is None or not isinstance(record.exc_info[1], ClientDisconnect):
             return True
         record.levelno, record.levelname = logging.INFO, logging.getLevelName(logging.INFO)
-        record.msg, record.args = CLIENT_GONE, ("POST", self.path)
+        record.msg, record.args = CLIENT_GONE, (f"POST {self.path}",)
         record.exc_info = record.exc_text = None
         return logging.getLogger(record.name).isEnabledFor(logging.INFO)
 

@@ -27,6 +27,8 @@ import struct
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from elicitation_gateway.server.logs import route_of
+
 try:
     import fcntl
     import termios
@@ -137,14 +139,13 @@ class DeadlineProtocol(HttpToolsProtocol):
         if unsent == 0:
             return
         scope = getattr(self, "scope", None) or {}
-        route = f"{scope.get('method', '?')} {scope.get('path', '?')}"  # never the query: it may hold a token
         cycle = getattr(self, "cycle", None)
         ended_unfinished = transport.is_closing() and not getattr(cycle, "response_complete", True)
         logger.log(
             logging.DEBUG if ended_unfinished else logging.INFO,
             "dropped a client that read nothing for %g s: %s (from %s)",
             self.send_timeout,
-            route,
+            route_of(scope),
             _address(transport),
         )
         _reset(transport)

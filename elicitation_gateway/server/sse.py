@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping
 
 from starlette.types import Receive, Scope, Send
 
-from elicitation_gateway.server.logs import end_unfinished_on_purpose
+from elicitation_gateway.server.logs import end_unfinished_on_purpose, route_of
 
 logger = logging.getLogger(__name__)
 
@@ -69,12 +69,12 @@ class EventStreamResponse:
         except asyncio.CancelledError:
             if not self._stalled or writer.uncancel():
                 raise
-            # Dropped for stalling: ending without the closing chunk makes uvicorn close the socket.
+            # Dropped for stalling: ending without the closing chunk makes uvicorn close the socket
+            # (and the server's read deadline reset it, if the client still takes nothing).
             logger.info(
-                "dropped a subscriber that left one write unread for %g s: %s %s",
+                "dropped a subscriber that left one write unread for %g s: %s",
                 self._send_timeout,
-                scope.get("method"),
-                scope.get("path"),  # never the query string: it may hold an auth_token
+                route_of(scope),
             )
             end_unfinished_on_purpose()
         finally:

@@ -240,6 +240,25 @@ async def test_a_client_that_leaves_mid_body_is_one_info_line_and_changes_nothin
         assert (await client.post("/elicitations", json=form(text_properties(1)))).status_code == 201
 
 
+async def test_a_line_break_in_the_path_cannot_forge_a_log_line(server, client, caplog):
+    caplog.set_level(logging.INFO)
+    path = "/question/que%0A2026-01-01%20ERROR%20forged/reply"
+    body = json.dumps({"answers": [["yes"]]}).encode()
+    _, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    writer.write(head.encode() + body[:5])
+    await writer.drain()
+    await until(lambda: len(server.server.server_state.tasks) > 0, what="the request being read")
+    writer.close()
+    await until(lambda: bool(lines(caplog, "client disconnected")), what="the line about the client")
+    [line] = lines(caplog, "client disconnected")
+    assert line.getMessage().endswith(f"POST {path}")
+    assert "\n" not in logging.Formatter().format(line)
+
+
 # ---------------------------------------------------------------------------------------------------
 # Readers that stop
 

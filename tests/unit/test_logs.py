@@ -28,6 +28,7 @@ from elicitation_gateway.server.logs import (
     end_unfinished_on_purpose,
     listening_line,
     quiet_dropped_clients,
+    route_of,
     timing_wanted,
 )
 from elicitation_gateway.settings import Settings
@@ -239,7 +240,7 @@ def test_the_mcp_sdks_error_for_a_client_gone_mid_body_becomes_one_info_line(cap
     caplog.set_level(logging.INFO, logger="mcp.server.streamable_http")
     assert gone.filter(made)
     assert (made.levelno, made.levelname) == (logging.INFO, "INFO")
-    assert made.getMessage() == CLIENT_GONE % ("POST", "/mcp")
+    assert made.getMessage() == CLIENT_GONE % "POST /mcp"
     assert made.exc_info is None
     assert "Traceback" not in logging.Formatter().format(made)
 
@@ -264,3 +265,24 @@ def test_the_filters_are_put_on_once():
     mcp_filters = logging.getLogger("mcp.server.streamable_http").filters
     assert sum(isinstance(f, DeliberateEnds) for f in uvicorn_filters) == 1
     assert sum(isinstance(f, ClientGone) for f in mcp_filters) == 1
+
+
+@pytest.mark.parametrize(
+    ("scope", "route"),
+    [
+        (
+            {"method": "POST", "path": "/elicit", "raw_path": b"/elicit", "query_string": b"auth_token=x"},
+            "POST /elicit",
+        ),
+        # As sent: a percent-encoded line break stays three characters, and forges no line.
+        (
+            {"method": "POST", "path": "/question/que\nx/reply", "raw_path": b"/question/que%0Ax/reply"},
+            "POST /question/que%0Ax/reply",
+        ),
+        ({"method": "GET", "path": "/\u00e9", "raw_path": b"/\xc3\xa9"}, "GET /\\xc3\\xa9"),
+        ({"method": "GET", "path": "/a\nb"}, "GET '/a\\nb'"),  # a server that gives no raw_path
+    ],
+)
+def test_a_route_in_a_log_line_is_one_printable_line_without_the_query(scope, route):
+    assert route_of(scope) == route
+    assert route_of(scope).isprintable()

@@ -60,7 +60,12 @@ def waiting(transport: Transport, unsent_before: int, response_complete: bool = 
     protocol = DeadlineProtocol.__new__(DeadlineProtocol)  # its state alone: no uvicorn server behind it
     protocol._connection = transport  # type: ignore[assignment]
     protocol._unsent = unsent_before
-    protocol.scope = {"method": "GET", "path": "/event", "query_string": b"auth_token=c2VjcmV0"}  # type: ignore[typeddict-item]
+    protocol.scope = {
+        "method": "GET",
+        "path": "/event",
+        "raw_path": b"/event",
+        "query_string": b"auth_token=x",
+    }  # type: ignore[typeddict-item]
     protocol.cycle = SimpleNamespace(response_complete=response_complete)  # type: ignore[assignment]
     return protocol
 
