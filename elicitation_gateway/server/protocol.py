@@ -67,7 +67,7 @@ class DeadlineProtocol(HttpToolsProtocol):
     send_timeout: float = 30
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        self._connection: asyncio.Transport | None = transport
+        self._connection = transport
         self._header_timer: asyncio.TimerHandle | None = None
         self._send_timer: asyncio.TimerHandle | None = None
         self._request_begun = False
@@ -97,7 +97,7 @@ class DeadlineProtocol(HttpToolsProtocol):
 
     def pause_writing(self) -> None:
         super().pause_writing()
-        if self._send_timer is None and self._connection is not None:
+        if self._send_timer is None:
             self._unsent = _unsent(self._connection)
             self._send_timer = asyncio.get_running_loop().call_later(self.send_timeout, self._reading_late)
 
@@ -113,8 +113,6 @@ class DeadlineProtocol(HttpToolsProtocol):
     def _headers_late(self) -> None:
         self._header_timer = None
         transport = self._connection
-        if transport is None:
-            return
         # Nothing sent at all is a browser's unused preconnection as often as not; worth no more than
         # DEBUG, as a connection being closed already.
         worth_noting = self._request_begun and not transport.is_closing()
@@ -129,8 +127,6 @@ class DeadlineProtocol(HttpToolsProtocol):
     def _reading_late(self) -> None:
         self._send_timer = None
         transport = self._connection
-        if transport is None:
-            return
         unsent = _unsent(transport)
         if 0 < unsent < self._unsent:  # it read some: slow, not gone
             self._unsent = unsent
