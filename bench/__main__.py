@@ -12,7 +12,7 @@ from pathlib import Path
 from bench import report, scenarios
 from bench.process import REPOSITORY
 
-SECTIONS = ("round-trips", "fan-out", "capacity")
+SECTIONS = ("round-trips", "fan-out", "capacity", "big-asks")
 
 
 def _counts(text: str) -> list[int]:
@@ -59,6 +59,7 @@ def parse(argv: list[str]) -> Command:
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds of load before measuring (2)")
     parser.add_argument("--questions", type=int, default=40, help="questions asked per fan-out size (40)")
     parser.add_argument("--replies", type=int, default=200, help="replies timed per capacity phase (200)")
+    parser.add_argument("--big-asks", type=int, default=60, help="asks of about 0.8 MB for big-asks (60)")
     parser.add_argument("--clients", type=int, default=2, help="client processes per load (2)")
     parser.add_argument("--log-level", default="info", help="GATEWAY_LOG_LEVEL of both servers (info)")
     parser.add_argument(
@@ -108,6 +109,7 @@ def parse(argv: list[str]) -> Command:
         app_dir=args.app_dir.resolve(),
         profile_dir=args.profile,
         runs=args.runs,
+        big_asks=args.big_asks,
     )
     if args.quick:
         options = scenarios.Options(
@@ -122,6 +124,7 @@ def parse(argv: list[str]) -> Command:
             log_level=args.log_level,
             app_dir=options.app_dir,
             runs=args.runs,
+            big_asks=6,
         )
     if args.priority:
         os.setpriority(os.PRIO_PROCESS, 0, args.priority)  # servers and clients inherit it
@@ -155,6 +158,8 @@ def main(argv: list[str]) -> int:
             results["fan_out"] = [scenarios.fan_out(options, count, shared) for count in options.subscribers]
         if "capacity" in sections:
             results["capacity"] = scenarios.capacity(options, shared)
+        if "big-asks" in sections:
+            results["big_asks"] = scenarios.big_asks(options, shared)
     if command.before_file is not None and command.before is not None:
         report.attach_before(results, command.before, command.before_file)
     results["targets"] = report.targets(results)

@@ -36,6 +36,30 @@ SCHEMA: dict[str, Any] = {
     "required": ["model", "hours"],
 }
 ELICITATION: dict[str, Any] = {"mode": "form", "message": "Benchmark", "requestedSchema": SCHEMA}
+
+
+def big_ask(seed: str, questions: int = 50, options: int = 200) -> bytes:
+    """The largest kind of ask a default gateway takes: 50 choice questions of 200 options each, about
+    0.8 MB of JSON, near ``GATEWAY_MAX_BODY_SIZE``; ``seed`` makes each one a schema of its own."""
+    properties = {
+        f"q{i}": {
+            "type": "string",
+            "title": f"Question {i}",
+            "enum": [
+                f"{seed} option {i}-{j}, with a label long enough to make a big ask, near the limit"
+                for j in range(options)
+            ],
+        }
+        for i in range(questions)
+    }
+    body = {
+        "mode": "form",
+        "message": f"Big ask {seed}",
+        "requestedSchema": {"type": "object", "properties": properties},
+    }
+    return json.dumps(body).encode()
+
+
 BODY = json.dumps(ELICITATION).encode()
 JSON_HEADERS = {"Content-Type": "application/json"}
 CALL_ID = re.compile(rb'"callID":"t(\d+)"')

@@ -35,6 +35,14 @@ def rss_bytes(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for process {pid}")
 
 
+def peak_rss_bytes(pid: int) -> int:
+    """The most resident memory ``pid`` has had (``VmHWM`` in ``/proc/<pid>/status``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmHWM for process {pid}")
+
+
 class ServerProcess:
     """A server started as ``python -m <module> --port 0``, with its log and probe file in a temp dir.
 
@@ -110,6 +118,9 @@ class ServerProcess:
 
     def rss_bytes(self) -> int:
         return rss_bytes(self.pid)
+
+    def peak_rss_bytes(self) -> int:
+        return peak_rss_bytes(self.pid)
 
     def probe(self) -> tuple[dict, list[tuple[int, float]], list[tuple[int, int, float, int]]]:
         return read_probe(self.probe_path)

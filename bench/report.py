@@ -81,6 +81,8 @@ def attach_before(results: dict[str, Any], before: dict[str, Any], source: Path)
         )
     if (capacity := results.get("capacity")) is not None and (held := before.get("capacity")):
         capacity["before"] = {key: value for key, value in held.items() if key not in ("each_run", "before")}
+    if (big := results.get("big_asks")) is not None and (held := before.get("big_asks")):
+        big["before"] = {key: value for key, value in held.items() if key not in ("each_run", "before")}
 
 
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
@@ -239,7 +241,7 @@ def _change(ratio: float) -> str:
 def _table(headers: list[str], rows: list[list[Any]]) -> str:
     """Numbers right-aligned; a column of nothing but text (names, targets) left-aligned."""
     cells = [[_cell(value) for value in row] for row in rows]
-    widths = [max(len(header), *(len(row[i]) for row in cells)) for i, header in enumerate(headers)]
+    widths = [max([len(header), *(len(row[i]) for row in cells)]) for i, header in enumerate(headers)]
     text = [all(isinstance(row[i], str) for row in rows) for i in range(len(headers))]
     lines = ["  ".join(header.ljust(width) for header, width in zip(headers, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * width for width in widths))
@@ -287,6 +289,8 @@ def render(results: dict[str, Any]) -> str:
         parts.append(_fan_out(fan))
     if (capacity := results.get("capacity")) is not None:
         parts.append(_capacity(capacity))
+    if (big := results.get("big_asks")) is not None:
+        parts.append(_big_asks(big))
     parts.append("\nTargets")
     rows = [[check["target"], check["measured"], _met(check["met"])] for check in results["targets"]]
     parts.append(_table(["target", "measured", "met"], rows))
@@ -399,6 +403,31 @@ def _capacity_rows(capacity: dict[str, Any]) -> list[list[Any]]:
         [f"reply p50 / p99, {capacity['pending']:,} pending (ms)", _pair(capacity["reply_many_pending_ms"])],
         ["new subscriber gets every pending question (ms)", capacity["subscribe_backlog_ms"]],
         ["worst loop lag (ms)", lag],
+    ]
+
+
+def _big_asks(big: dict[str, Any]) -> str:
+    parts = [f"\nBig asks ({big['asks']} of {big['body_bytes']:,} bytes, 8 at a time in 4 sessions)"]
+    rows = _big_ask_rows(big)
+    headers = ["measure", "value"]
+    if (before := big.get("before")) is not None:
+        headers.append("before")
+        rows = [[*row, earlier[1]] for row, earlier in zip(rows, _big_ask_rows(before), strict=True)]
+    parts.append(_table(headers, rows))
+    return "\n".join(parts)
+
+
+def _big_ask_rows(big: dict[str, Any]) -> list[list[Any]]:
+    return [
+        ["taken / refused as full / other", f"{big['accepted']} / {big['refused_full']} / {big['errors']}"],
+        ["seconds for all", big["seconds"]],
+        ["server CPU per ask (ms)", big["server_cpu_ms_per_ask"]],
+        [
+            "RSS before / pending / peak (MB)",
+            f"{big['rss_before_mb']} / {big['rss_pending_mb']} / {big['rss_peak_mb']}",
+        ],
+        ["RSS once every question is rejected (MB)", big["rss_after_reject_mb"]],
+        ["worst loop lag (ms)", big["loop_lag"]["max_ms"]],
     ]
 
 

@@ -1,4 +1,5 @@
-"""The measurements: round trips and the baseline, fan-out, capacity. Each returns plain JSON data."""
+"""The measurements: round trips and the baseline, fan-out, capacity, big asks. Each returns plain JSON
+data."""
 
 import asyncio
 import contextlib
@@ -54,6 +55,7 @@ class Options:
     app_dir: Path = REPOSITORY
     profile_dir: Path | None = None
     runs: int = 1
+    big_asks: int = 60
     store: str = field(default_factory=store_from_environment)
 
     def serving(self, module: str, shared: "Shared") -> contextlib.AbstractContextManager[ServerProcess]:
@@ -578,3 +580,76 @@ async def _backlog_time(server: ServerProcess, pending: int) -> int:
         return await asyncio.wait_for(done, 120) - began
     finally:
         subscriber.close()
+
+
+# -------------------------------------------------------------------------------------------------
+# Big asks
+
+
+BIG_ASK_SESSIONS = 4
+BIG_ASKS_AT_ONCE = 8
+
+
+def big_asks(options: Options, shared: Shared) -> dict[str, Any]:
+    """``options.runs`` measurements of many asks near the body limit, each on a fresh gateway."""
+    each_run = []
+    for run in range(1, options.runs + 1):
+        progress(f"big asks: {options.big_asks} of about 0.8 MB{options.run_label(run)}")
+        with options.serving(GATEWAY, shared) as server:
+            with httpx.Client(base_url=server.url, timeout=30) as http:
+                warm_up(http)
+            each_run.append(asyncio.run(_big_asks(options, server)))
+    return with_each_run(each_run)
+
+
+async def _big_asks(options: Options, server: ServerProcess) -> dict[str, Any]:
+    """Asks of 50 questions x 200 options, 8 at a time in 4 sessions: what is taken, what memory it
+    costs at its peak and once every question is rejected, and the longest the loop was held."""
+    bodies = [loads.big_ask(str(number)) for number in range(options.big_asks)]
+    statuses: list[int] = []
+    gate = asyncio.Semaphore(BIG_ASKS_AT_ONCE)
+    async with aiohttp.ClientSession(server.url, timeout=aiohttp.ClientTimeout(total=300)) as http:
+
+        async def ask(number: int) -> None:
+            session = {"sessionID": f"ses_big{number % BIG_ASK_SESSIONS}"}
+            async with (
+                gate,
+                http.post(
+                    "/elicitations", data=bodies[number], headers=loads.JSON_HEADERS, params=session
+                ) as response,
+            ):
+                await response.read()
+                statuses.append(response.status)
+
+        await asyncio.sleep(0.5)
+        rss_before = server.rss_bytes()
+        cpu = server.cpu_seconds()
+        began = time.monotonic_ns()
+        await asyncio.gather(*(ask(number) for number in range(options.big_asks)))
+        ended = time.monotonic_ns()
+        cpu = server.cpu_seconds() - cpu
+        rss_pending, rss_peak = server.rss_bytes(), server.peak_rss_bytes()
+        lag = loop_lag(server, began, ended)
+
+        async with http.get("/question") as response:
+            pending_ids = [request["id"] for request in await response.json()]
+        for request_id in pending_ids:
+            async with http.post(f"/question/{request_id}/reject") as response:
+                await response.read()
+        await asyncio.sleep(1.0)
+        rss_after = server.rss_bytes()
+    mb = 1024 * 1024
+    return {
+        "asks": options.big_asks,
+        "body_bytes": len(bodies[0]),
+        "accepted": statuses.count(201),
+        "refused_full": statuses.count(429),
+        "errors": sum(1 for status in statuses if status not in (201, 429)),
+        "seconds": round((ended - began) / 1e9, 3),
+        "server_cpu_ms_per_ask": round(cpu * 1000 / max(1, options.big_asks), 1),
+        "rss_before_mb": round(rss_before / mb, 1),
+        "rss_pending_mb": round(rss_pending / mb, 1),
+        "rss_peak_mb": round(rss_peak / mb, 1),
+        "rss_after_reject_mb": round(rss_after / mb, 1),
+        "loop_lag": lag,
+    }

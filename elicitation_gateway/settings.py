@@ -38,7 +38,18 @@ class Settings(BaseSettings):
         1000, ge=1, description="Events queued for one slow subscriber before it is disconnected."
     )
     max_body_size: int = Field(1_048_576, ge=1024, description="Largest request body, in bytes.")
-    send_timeout: float = Field(30, gt=0, description="Seconds a stalled SSE client may block one send.")
+    send_timeout: float = Field(
+        30,
+        gt=0,
+        description="Seconds a client may leave what it is sent unread (one write to an event stream, or "
+        "any response once 64 KiB wait for it) before it is disconnected.",
+    )
+    header_timeout: float = Field(
+        10,
+        gt=0,
+        description="Seconds a client has to send a request's headers, from the connection's start and "
+        "from the first byte of each later request on it, before its connection is closed.",
+    )
     shutdown_grace: float = Field(5, ge=0, description="Seconds to finish pending questions on shutdown.")
     replica_liveness: float = Field(
         10,

@@ -12,12 +12,11 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest
-import uvicorn
 from sse_starlette.sse import AppStatus
 
 from elicitation_gateway.gateway import AlreadyFinished, Gateway
 from elicitation_gateway.server.app import create_app
-from elicitation_gateway.server.runner import GatewayServer
+from elicitation_gateway.server.runner import GatewayServer, uvicorn_config
 from elicitation_gateway.settings import Settings
 
 CAPTURED_SCHEMAS = Path(__file__).resolve().parent / "fixtures" / "schemas"
@@ -43,7 +42,7 @@ class RunningServer:
         self.settings = settings
         self.gateway = Gateway(settings)
         self.app = create_app(settings, self.gateway)
-        config = uvicorn.Config(self.app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
+        config = uvicorn_config(self.app, settings, log_level="warning")
         self.server = GatewayServer(config, self.gateway)
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -11,10 +11,12 @@ from collections.abc import AsyncIterator
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
 
 from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.gateway import Gateway
+from elicitation_gateway.server.logs import CLIENT_GONE, route_of
 from elicitation_gateway.server.mcp_endpoint import McpEndpoint
 from elicitation_gateway.server.routes import routes
 from elicitation_gateway.server.routes.parsing import UrlTextCheck
@@ -39,6 +41,12 @@ async def _http_error(request: Request, error: Exception) -> JsonResponse:
 async def _server_error(request: Request, error: Exception) -> JsonResponse:
     logger.exception("unexpected error on %s %s", request.method, request.url.path)
     return JsonResponse({"error": "internal", "message": "unexpected error; see the server log"}, 500)
+
+
+async def _client_gone(request: Request, error: Exception) -> Response:
+    """A client that left before its request was read: nothing went wrong here, and nothing changed."""
+    logger.info(CLIENT_GONE, route_of(request.scope))
+    return Response(status_code=499)  # nginx's "client closed request": nobody is left to receive it
 
 
 async def _store_unavailable(request: Request, error: Exception) -> JsonResponse:
@@ -79,6 +87,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         exception_handlers={
             HTTPException: _http_error,
             StoreUnavailable: _store_unavailable,
+            ClientDisconnect: _client_gone,
             Exception: _server_error,
         },
     )

@@ -4,10 +4,12 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Mapping
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from elicitation_gateway.settings import Settings
@@ -20,6 +22,11 @@ _LEFT_OUT = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskN
 
 _request_started: ContextVar[float] = ContextVar("request_started")
 """When the app received the request being served (``time.perf_counter()``): set by ``AccessTiming``."""
+
+UNFINISHED = "ASGI callable returned without completing response."
+"""What uvicorn logs at ERROR when an app returns before its response's last chunk."""
+
+_unfinished_on_purpose: ContextVar[bool] = ContextVar("unfinished_on_purpose", default=False)
 
 
 class JsonFormatter(logging.Formatter):
@@ -82,6 +89,63 @@ class AccessDuration(logging.Filter):
         if record.name == ACCESS_LOGGER and (started := _request_started.get(None)) is not None:
             record.duration_ms = round((time.perf_counter() - started) * 1000, 3)
         return True
+
+
+def end_unfinished_on_purpose() -> None:
+    """Say that the response being served ends without its last chunk on purpose, and has logged why:
+    uvicorn's ERROR line for it (``UNFINISHED``) is then left out. Only the request's own task sees it."""
+    _unfinished_on_purpose.set(True)
+
+
+class DeliberateEnds(logging.Filter):
+    """On ``uvicorn.error``: leaves out ``UNFINISHED`` for a response that said it ends so on purpose
+    (uvicorn logs it in the request's task, which set the mark). Every other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.msg == UNFINISHED and _unfinished_on_purpose.get())
+
+
+CLIENT_GONE = "client disconnected before its request was read: %s"
+"""The one line for a client that left mid-request, with its ``route_of``."""
+
+
+def route_of(scope: Mapping[str, Any]) -> str:
+    """``METHOD /path`` of a request, for a log line: the path as the client sent it, percent-encoded,
+    so that no line break reaches the log to forge a line; never the query string, which may hold an
+    ``auth_token``."""
+    raw = scope.get("raw_path")
+    path = raw.decode("ascii", "backslashreplace") if isinstance(raw, bytes) else ascii(scope.get("path"))
+    return f"{scope.get('method')} {path}"
+
+
+class ClientGone(logging.Filter):
+    """On the MCP SDK's Streamable HTTP logger, which logs a client that left before its ``POST`` body
+    was read as an ERROR with a traceback: that record becomes the ``CLIENT_GONE`` INFO line the app
+    writes for its own routes. Every other record passes as it is."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info is None or not isinstance(record.exc_info[1], ClientDisconnect):
+            return True
+        record.levelno, record.levelname = logging.INFO, logging.getLevelName(logging.INFO)
+        record.msg, record.args = CLIENT_GONE, (f"POST {self.path}",)
+        record.exc_info = record.exc_text = None
+        return logging.getLogger(record.name).isEnabledFor(logging.INFO)
+
+
+def quiet_dropped_clients(mcp_path: str = "/mcp") -> None:
+    """Put the filters that keep a dropped client to one INFO line on uvicorn's error logger and the
+    MCP SDK's (once each)."""
+    _add_once(logging.getLogger("uvicorn.error"), DeliberateEnds())
+    _add_once(logging.getLogger("mcp.server.streamable_http"), ClientGone(mcp_path))
+
+
+def _add_once(target: logging.Logger, added: logging.Filter) -> None:
+    if not any(type(existing) is type(added) for existing in target.filters):
+        target.addFilter(added)
 
 
 def timing_wanted(settings: Settings) -> bool:

@@ -6,12 +6,22 @@ import logging
 import signal
 import socket
 from types import FrameType
+from typing import Any
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from elicitation_gateway.gateway import Gateway
 from elicitation_gateway.server.app import create_app
-from elicitation_gateway.server.logs import AccessTiming, configure_logging, listening_line, timing_wanted
+from elicitation_gateway.server.logs import (
+    AccessTiming,
+    configure_logging,
+    listening_line,
+    quiet_dropped_clients,
+    timing_wanted,
+)
+from elicitation_gateway.server.mcp_endpoint import PATH as MCP_PATH
+from elicitation_gateway.server.protocol import deadline_protocol
 from elicitation_gateway.server.security import warn_if_exposed
 from elicitation_gateway.settings import Settings
 
@@ -61,19 +71,32 @@ class GatewayServer(uvicorn.Server):
                 print(listening_line(self.gateway.settings, f"http://{shown}:{port}"), flush=True)
 
 
+def uvicorn_config(app: ASGIApp, settings: Settings, **options: Any) -> uvicorn.Config:
+    """How the gateway is served, the same for the service and its tests; ``options`` are where they
+    differ (address, logging)."""
+    config = uvicorn.Config(
+        app,
+        http=deadline_protocol(settings.header_timeout, settings.send_timeout),
+        timeout_graceful_shutdown=settings.shutdown_grace + 5,
+        lifespan="on",
+        **options,
+    )
+    quiet_dropped_clients(MCP_PATH)  # after the Config, which may have configured uvicorn's loggers
+    return config
+
+
 def serve(settings: Settings) -> None:
     log_config = configure_logging(settings)
     warn_if_exposed(settings)
     gateway = Gateway(settings)
     app = create_app(settings, gateway)
-    config = uvicorn.Config(
+    config = uvicorn_config(
         AccessTiming(app) if timing_wanted(settings) else app,
+        settings,
         host=settings.host,
         port=settings.port,
         log_config=log_config,
         log_level=settings.log_level,
-        timeout_graceful_shutdown=settings.shutdown_grace + 5,
-        lifespan="on",
     )
     server = GatewayServer(config, gateway)
     # What start-up allocated (modules, models, the app) lives as long as the process: frozen, it is

@@ -10,10 +10,15 @@ seconds: 24 KB per idle stream, one ``send`` per frame.
 """
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 
 from starlette.types import Receive, Scope, Send
+
+from elicitation_gateway.server.logs import end_unfinished_on_purpose, route_of
+
+logger = logging.getLogger(__name__)
 
 
 class EventStreamResponse:
@@ -64,7 +69,14 @@ class EventStreamResponse:
         except asyncio.CancelledError:
             if not self._stalled or writer.uncancel():
                 raise
-            # Dropped for stalling: ending without the closing chunk makes uvicorn close the socket.
+            # Dropped for stalling: ending without the closing chunk makes uvicorn close the socket
+            # (and the server's read deadline reset it, if the client still takes nothing).
+            logger.info(
+                "dropped a subscriber that left one write unread for %g s: %s",
+                self._send_timeout,
+                route_of(scope),
+            )
+            end_unfinished_on_purpose()
         finally:
             watcher.cancel()
             await self._frames.aclose()

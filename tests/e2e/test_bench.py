@@ -114,7 +114,8 @@ def test_round_trips_are_measured_beside_the_baseline(quick_run):
     results, _ = quick_run
     trips = results["round_trips"]
     assert trips["server"]["loop"] == "uvloop.Loop"
-    assert trips["server"]["http"].endswith("HttpToolsProtocol")
+    # uvicorn's httptools protocol, with the gateway's deadlines for slow clients
+    assert trips["server"]["http"] == "elicitation_gateway.server.protocol.DeadlineProtocol"
     assert [row["concurrency"] for row in trips["runs"]] == [1, 4]
     for row in trips["runs"]:
         gateway, baseline = row["gateway"], row["baseline"]
@@ -177,6 +178,21 @@ def test_capacity_times_listing_replies_and_backlog(quick_run):
     assert len(capacity["each_run"]) == RUNS
     # Each run starts from an empty gateway: the first run's questions were withdrawn before the second.
     assert [each["list_bytes"] for each in capacity["each_run"]] == [capacity["list_bytes"]] * RUNS
+
+
+@pytest.mark.timeout(180)
+def test_big_asks_measure_what_is_taken_memory_and_the_loop(quick_run):
+    results, stdout = quick_run
+    big = results["big_asks"]
+    assert big["asks"] == 6
+    assert big["body_bytes"] > 700_000
+    assert big["accepted"] + big["refused_full"] == 6
+    assert big["errors"] == 0
+    assert big["rss_peak_mb"] >= big["rss_pending_mb"] > 0
+    assert big["server_cpu_ms_per_ask"] > 0
+    assert big["loop_lag"]["max_ms"] is not None
+    assert len(big["each_run"]) == RUNS
+    assert "Big asks (6 of" in stdout
 
 
 @pytest.mark.timeout(180)

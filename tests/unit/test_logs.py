@@ -1,6 +1,8 @@
 """The log format: what a collector reads from each JSON line, and what the text format prints."""
 
 import asyncio
+import contextvars
+import inspect
 import io
 import json
 import logging
@@ -11,14 +13,22 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from starlette.requests import ClientDisconnect
 
 from elicitation_gateway.server.logs import (
     ACCESS_LOGGER,
+    CLIENT_GONE,
+    UNFINISHED,
     AccessDuration,
     AccessTiming,
+    ClientGone,
+    DeliberateEnds,
     JsonFormatter,
     configure_logging,
+    end_unfinished_on_purpose,
     listening_line,
+    quiet_dropped_clients,
+    route_of,
     timing_wanted,
 )
 from elicitation_gateway.settings import Settings
@@ -189,3 +199,90 @@ def test_json_logs_hold_python_warnings_too(capsys):
     entry = json.loads(line)
     assert (entry["level"], entry["logger"]) == ("warning", "py.warnings")
     assert "something is deprecated" in entry["message"]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Dropped clients: one INFO line, never uvicorn's or the MCP SDK's ERROR
+
+
+def test_uvicorn_still_logs_the_unfinished_response_line_the_filter_knows():
+    """If uvicorn rewords it, DeliberateEnds no longer recognises it: fail here, loudly."""
+    from uvicorn.protocols.http import h11_impl, httptools_impl
+
+    for module in (httptools_impl, h11_impl):
+        assert f'msg = "{UNFINISHED}"' in inspect.getsource(module.RequestResponseCycle.run_asgi)
+
+
+def test_the_unfinished_line_is_left_out_only_in_the_context_that_ended_on_purpose():
+    deliberate = DeliberateEnds()
+    unfinished = record("uvicorn.error", UNFINISHED, ())
+    other = record("uvicorn.error", "Exception in ASGI application\n", ())
+
+    def in_a_dropping_request() -> tuple[bool, bool]:
+        end_unfinished_on_purpose()
+        return deliberate.filter(unfinished), deliberate.filter(other)
+
+    assert contextvars.copy_context().run(in_a_dropping_request) == (False, True)
+    assert deliberate.filter(unfinished)  # another request (this context) is logged as ever
+    assert deliberate.filter(other)
+
+
+def sdk_error(error: Exception) -> logging.LogRecord:
+    """The record the MCP SDK logs with ``logger.exception`` when handling a POST raised ``error``."""
+    made = record("mcp.server.streamable_http", "Error handling POST request", ())
+    made.exc_info = (type(error), error, None)
+    return made
+
+
+def test_the_mcp_sdks_error_for_a_client_gone_mid_body_becomes_one_info_line(caplog):
+    gone = ClientGone("/mcp")
+    made = sdk_error(ClientDisconnect())
+    caplog.set_level(logging.INFO, logger="mcp.server.streamable_http")
+    assert gone.filter(made)
+    assert (made.levelno, made.levelname) == (logging.INFO, "INFO")
+    assert made.getMessage() == CLIENT_GONE % "POST /mcp"
+    assert made.exc_info is None
+    assert "Traceback" not in logging.Formatter().format(made)
+
+    caplog.set_level(logging.WARNING, logger="mcp.server.streamable_http")
+    assert not gone.filter(sdk_error(ClientDisconnect()))  # an INFO line, below this logger's level
+
+
+def test_the_mcp_sdks_other_errors_pass_as_they_are():
+    gone = ClientGone("/mcp")
+    made = sdk_error(ValueError("broken"))
+    plain = record("mcp.server.streamable_http", "Error in message router", ())
+    for kept in (made, plain):
+        before = dict(vars(kept))
+        assert gone.filter(kept)
+        assert vars(kept) == before
+
+
+def test_the_filters_are_put_on_once():
+    quiet_dropped_clients()
+    quiet_dropped_clients()
+    uvicorn_filters = logging.getLogger("uvicorn.error").filters
+    mcp_filters = logging.getLogger("mcp.server.streamable_http").filters
+    assert sum(isinstance(f, DeliberateEnds) for f in uvicorn_filters) == 1
+    assert sum(isinstance(f, ClientGone) for f in mcp_filters) == 1
+
+
+@pytest.mark.parametrize(
+    ("scope", "route"),
+    [
+        (
+            {"method": "POST", "path": "/elicit", "raw_path": b"/elicit", "query_string": b"auth_token=x"},
+            "POST /elicit",
+        ),
+        # As sent: a percent-encoded line break stays three characters, and forges no line.
+        (
+            {"method": "POST", "path": "/question/que\nx/reply", "raw_path": b"/question/que%0Ax/reply"},
+            "POST /question/que%0Ax/reply",
+        ),
+        ({"method": "GET", "path": "/\u00e9", "raw_path": b"/\xc3\xa9"}, "GET /\\xc3\\xa9"),
+        ({"method": "GET", "path": "/a\nb"}, "GET '/a\\nb'"),  # a server that gives no raw_path
+    ],
+)
+def test_a_route_in_a_log_line_is_one_printable_line_without_the_query(scope, route):
+    assert route_of(scope) == route
+    assert route_of(scope).isprintable()
