@@ -316,13 +316,14 @@ class Gateway:
         """The form for ``schema`` (:class:`.FormCache`); a big one is converted in a worker thread,
         one at a time, and its questions encoded there too, so that the loop goes on serving everyone
         else meanwhile."""
-        if not _big(schema):
-            return self.forms.form(schema, message)
+        key = self.forms.key(schema)
+        if key is None or len(key) <= CONVERT_ON_LOOP_BYTES:
+            return self.forms.form(schema, message, key)
         async with self._converting:
-            return await asyncio.to_thread(self._encoded_form, schema, message)
+            return await asyncio.to_thread(self._encoded_form, schema, message, key)
 
-    def _encoded_form(self, schema: Any, message: str) -> Form:
-        form = self.forms.form(schema, message)
+    def _encoded_form(self, schema: Any, message: str, key: str) -> Form:
+        form = self.forms.form(schema, message, key)
         for question in form.questions:  # encoded once, here: its request's JSON is spliced of them
             question.shared()
         return form
@@ -588,29 +589,6 @@ class Gateway:
             if record is not None and record.pending:
                 self._schedule_expiry(record.id, record.expires_at - time.time())
                 self.pending_bytes.add(record.id, record.request.sessionID, record_bytes(record))
-
-
-def _big(schema: Any) -> bool:
-    """Whether ``schema`` is large enough to convert off the loop: counted by its strings' lengths,
-    which is cheap, and stops as soon as it knows."""
-    budget = CONVERT_ON_LOOP_BYTES
-    stack = [schema]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, str):
-            budget -= len(value) + 8
-        elif isinstance(value, dict):
-            budget -= 8 * len(value)
-            stack.extend(value.keys())
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            budget -= 8 * len(value)
-            stack.extend(value)
-        else:
-            budget -= 8
-        if budget < 0:
-            return True
-    return False
 
 
 def _expiry_result(record: Record) -> dict[str, Any]:

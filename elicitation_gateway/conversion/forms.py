@@ -51,12 +51,19 @@ class FormCache:
         self._forms: OrderedDict[str, tuple[Form, int]] = OrderedDict()  # least recently used first
         self._lock = threading.Lock()
 
-    def form(self, schema: Any, message: str) -> Form:
-        """The form that asks ``schema`` with ``message``; raises :class:`.SchemaError` for one the
-        gateway cannot (or may not) ask."""
-        try:  # the schema's JSON in its own order: property order is question order
-            key = json.dumps(schema, separators=(",", ":"), allow_nan=False)
+    @staticmethod
+    def key(schema: Any) -> str | None:
+        """What the cache knows ``schema`` by: its JSON in its own order (property order is question
+        order); None for what JSON cannot write."""
+        try:
+            return json.dumps(schema, separators=(",", ":"), allow_nan=False)
         except (TypeError, ValueError):
+            return None
+
+    def form(self, schema: Any, message: str, key: str | None = None) -> Form:
+        """The form that asks ``schema`` with ``message``; raises :class:`.SchemaError` for one the
+        gateway cannot (or may not) ask. ``key``: :meth:`key` of ``schema``, when already known."""
+        if key is None and (key := self.key(schema)) is None:
             return self.convert(schema, message)
         with self._lock:
             cached = self._forms.get(key)
