@@ -7,9 +7,10 @@ Routes call this; it calls the pure conversion (:mod:`.conversion`) and the
 import asyncio
 import contextlib
 import logging
+import math
 import posixpath
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ from elicitation_gateway.notify import Notifier
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores import make_store
 from elicitation_gateway.stores.base import OnTimeout, Record, Status, Store, StoreUnavailable, Subscription
+from elicitation_gateway.stores.orphans import DigestMismatch
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +84,44 @@ class AskOptions:
     on_timeout: OnTimeout = "cancel"
 
 
+@dataclass(frozen=True)
+class Caller:
+    """Who asks what, as far as coming back to a question goes: a call from the same ``key`` (the same
+    credentials, session, directory and arguments, or ``Idempotency-Key``) attaches to the question a
+    call of that key left orphaned. ``digest`` is the request's own (an ``Idempotency-Key`` reused with
+    another body is refused)."""
+
+    key: str
+    digest: str = ""
+    exclusive: bool = False
+    """Whether one call at a time may hold ``key`` (an ``Idempotency-Key``): another while it waits is
+    refused, where two identical MCP calls, both connected, are two questions."""
+
+
+@dataclass(frozen=True)
+class WaitStatus:
+    """What a waiting caller is told while a person takes their time."""
+
+    elapsed: float
+    expires_in: float
+    answerers: int
+
+    def describe(self) -> str:
+        """``waiting for an answer, 2 answerers connected, expires in 41 min``"""
+        answerers = f"{self.answerers} answerer{'s' * (self.answerers != 1)} connected"
+        left = max(0.0, self.expires_in)
+        expires = f"{math.ceil(left / 60)} min" if left >= 60 else f"{math.ceil(left)} s"
+        return f"waiting for an answer, {answerers}, expires in {expires}"
+
+
+class KeyReused(Exception):
+    """An ``Idempotency-Key`` used again with another body."""
+
+
+class KeyInUse(Exception):
+    """An ``Idempotency-Key`` held by a call that still waits (on this process)."""
+
+
 def normalize_directory(directory: str | None) -> str | None:
     """Directories compare as paths: ``/a/b/`` and ``/a/b`` are the same project."""
     if not directory or not directory.strip():
@@ -100,6 +140,7 @@ class Gateway:
         self.metrics = Metrics()
         self.subscribers = 0
         self._timeouts = Deadlines(self._spawn_expiry)  # of the pending questions this process times
+        self._orphan_windows = Deadlines(self._spawn_orphan_end)  # of the questions orphaned here
         limits = Limits(
             header_length=settings.header_length,
             max_questions=settings.max_questions,
@@ -112,7 +153,11 @@ class Gateway:
         self.pending_bytes = PendingBytes()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
-        self._waiting: set[str] = set()  # questions whose tool waits on this process (``POST /elicit``)
+        self._waiting: set[str] = (
+            set()
+        )  # questions whose tool waits on this process (``POST /elicit``, ``/mcp``)
+        self._live_keys: dict[str, str] = {}  # Idempotency-Keys of calls waiting here -> their digest
+        self._orphaned: set[str] = set()  # questions whose caller went away, kept for it to come back
         self._watcher: asyncio.Task[None] | None = None
         # Finishes the store could not take when they were due (it was unreachable): id -> the reason
         # (EXPIRY, or why it is withdrawn). Retried in the background, and before anything else.
@@ -176,6 +221,7 @@ class Gateway:
             await self.notifier.stop(flush=outlive)
         await self.store.close()
         self._timeouts.clear()
+        self._orphan_windows.clear()
 
     @property
     def closing(self) -> bool:
@@ -336,30 +382,72 @@ class Gateway:
             record = await self.store.wait(request_id, min(wait, self.settings.max_timeout)) or record
         return record
 
-    async def final_result(self, record: Record) -> dict[str, Any]:
+    async def ask_or_attach(
+        self, message: str, schema: Any, options: AskOptions, caller: Caller | None = None
+    ) -> Record:
+        """:meth:`ask`, unless ``caller`` left a question orphaned within the re-attach window: then that
+        question, pending (its wait goes on) or finished while the caller was away (its result, once).
+        Raises :class:`KeyReused` when the orphan was asked with another body."""
+        if caller is not None and caller.exclusive and (live := self._live_keys.get(caller.key)) is not None:
+            if live != caller.digest:
+                raise KeyReused("this Idempotency-Key was used with another body")
+            raise KeyInUse("a request with this Idempotency-Key still waits; retry once it has gone")
+        if caller is not None:
+            while True:
+                try:
+                    request_id = await self.store.claim_orphan(caller.key, caller.digest)
+                except DigestMismatch:
+                    raise KeyReused("this Idempotency-Key was used with another body") from None
+                if request_id is None:
+                    break
+                record = await self.store.get(request_id)
+                if record is not None:
+                    logger.info("elicitation %s attached to again by its caller", record.id)
+                    return record
+        return await self.ask(message, schema, options)
+
+    async def final_result(
+        self,
+        record: Record,
+        *,
+        caller: Caller | None = None,
+        heartbeat: Callable[[WaitStatus], Awaitable[None]] | None = None,
+    ) -> dict[str, Any]:
         """The result of a question whose tool waits on this process (``POST /elicit``, the ``/mcp``
         ``question`` tool), as the MCP ``ElicitResult`` on the wire: the one wait of such a tool.
+
+        ``heartbeat`` is told how the wait stands every ``GATEWAY_MCP_PROGRESS_INTERVAL`` seconds.
 
         While the store cannot be reached (or written) the tool keeps waiting, trying again every
         second, until the question's own expiry; then it gets what expiry gives (``cancel``, or the
         defaults) and the expiry is owed to the store. Cancelling this wait (the tool went away)
-        withdraws the question, or, if the store cannot be reached, owes the withdrawal. Owed
-        finishes are retried in the background and go before anything else once the store answers,
-        and a reply after ``expires_at`` is refused: no answer arrives that nobody collects.
+        withdraws the question, or, if the store cannot be reached, owes the withdrawal; with a
+        ``caller``, the question is orphaned instead, for the same caller to come back to within
+        ``GATEWAY_REATTACH_WINDOW``. Owed finishes are retried in the background and go before anything
+        else once the store answers, and a reply after ``expires_at`` is refused: no answer arrives that
+        nobody collects.
         """
-        with self.tool_waiting(record.id):
+        if record.result is not None:  # finished while its caller was away: the result, once
+            return record.result
+        with self.tool_waiting(record.id), self._holding(caller):
             try:
-                return await self._wait_for_result(record)
+                return await self._wait_for_result(record, heartbeat)
             except asyncio.CancelledError:
                 # No await here: the cancelled caller could be cancelled again at the next one.
-                self._owe(record.id, "withdrawn")
+                if caller is not None and self.settings.reattach_window > 0:
+                    self._orphan_later(record, caller)
+                else:
+                    self._owe(record.id, "withdrawn")
                 raise
 
-    async def _wait_for_result(self, record: Record) -> dict[str, Any]:
+    async def _wait_for_result(
+        self, record: Record, heartbeat: Callable[[WaitStatus], Awaitable[None]] | None
+    ) -> dict[str, Any]:
         request_id = record.id
+        slice_ = self.settings.mcp_progress_interval if heartbeat is not None else self.settings.max_timeout
         while True:
             try:
-                finished = await self.result(request_id, wait=self.settings.max_timeout)
+                finished = await self.result(request_id, wait=slice_)
             except NotFound:  # forgotten after its retention period: nothing came back in time
                 return {"action": CANCEL}
             except StoreUnavailable:
@@ -371,12 +459,78 @@ class Gateway:
                     self._owe(request_id, EXPIRY)
                     return _expiry_result(record)
                 await asyncio.sleep(min(STORE_RETRY, left))
+                await self._beat(record, heartbeat)
                 continue
             if finished.result is not None:
                 return finished.result
             if self._closing:  # woken by a shutdown that could not finish it
                 self._owe(request_id, "shutdown")
                 return {"action": CANCEL}
+            await self._beat(record, heartbeat)
+
+    async def _beat(self, record: Record, heartbeat: Callable[[WaitStatus], Awaitable[None]] | None) -> None:
+        if heartbeat is None:
+            return
+        now = time.time()
+        status = WaitStatus(now - record.created_at, record.expires_at - now, self.subscribers)
+        try:
+            await heartbeat(status)
+        except Exception as error:  # a caller that cannot be told is cancelled by its transport, if gone
+            logger.debug("elicitation %s: could not tell its caller how it stands: %s", record.id, error)
+
+    @contextlib.contextmanager
+    def _holding(self, caller: Caller | None) -> Iterator[None]:
+        if caller is None or not caller.exclusive:
+            yield
+            return
+        self._live_keys[caller.key] = caller.digest
+        try:
+            yield
+        finally:
+            self._live_keys.pop(caller.key, None)
+
+    def _orphan_later(self, record: Record, caller: Caller) -> None:
+        """Keep ``record`` for its caller to come back to (made on a task: its caller is cancelled)."""
+        self._orphaned.add(record.id)
+        task = asyncio.get_running_loop().create_task(self._orphan(record, caller))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _orphan(self, record: Record, caller: Caller) -> None:
+        window = self.settings.reattach_window
+        try:
+            await self.store.orphan(caller.key, record.id, caller.digest, window)
+        except StoreUnavailable:
+            self._orphaned.discard(record.id)
+            self._owe(record.id, "withdrawn")
+            return
+        self._orphan_windows.set(record.id, window)
+        logger.info("elicitation %s: its caller went away; kept for it for %g s", record.id, window)
+
+    def _spawn_orphan_end(self, request_id: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._end_orphan(request_id))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _end_orphan(self, request_id: str) -> None:
+        """The re-attach window ended: withdrawn if nobody came back for it (and it is still pending)."""
+        try:
+            unclaimed = await self.store.end_orphan(request_id)
+        except StoreUnavailable:
+            self._orphan_windows.set(request_id, STORE_RETRY)
+            return
+        self._orphaned.discard(request_id)
+        if unclaimed:
+            await self._withdraw_owed(request_id, "nobody came back for it")
+        elif request_id not in self._waiting:
+            self.store.tool_done(request_id)
+
+    async def _withdraw_owed(self, request_id: str, reason: str) -> None:
+        record = await self.store.get(request_id)
+        if record is not None and record.pending:
+            self._owe(request_id, reason)
+        elif request_id not in self._waiting:
+            self.store.tool_done(request_id)
 
     @contextlib.contextmanager
     def tool_waiting(self, request_id: str) -> Iterator[None]:
@@ -389,7 +543,7 @@ class Gateway:
             yield
         finally:
             self._waiting.discard(request_id)
-            if request_id not in self._owed:
+            if request_id not in self._owed and request_id not in self._orphaned:
                 self.store.tool_done(request_id)
 
     async def withdraw(self, request_id: str) -> Record:

@@ -24,6 +24,20 @@ class Settings(BaseSettings):
     max_timeout: float = Field(
         3600, gt=0, description="The most a tool may ask for with `timeout` or `wait`."
     )
+    mcp_progress_interval: float = Field(
+        15,
+        gt=0,
+        description="Seconds between two progress notifications to an MCP call that waits for an answer "
+        "and sent a progress token (clients that reset their timeout on progress then wait as long as "
+        "the person takes).",
+    )
+    reattach_window: float = Field(
+        300,
+        ge=0,
+        description="Seconds a question stays pending after its caller's connection drops (an MCP call, or "
+        "`POST /elicit` with an `Idempotency-Key`), for the same call re-issued to attach to it; then it "
+        "is withdrawn. Never past the question's own expiry. 0: withdrawn at once.",
+    )
     directory: str = Field(
         default_factory=os.getcwd,
         description="Directory of questions that name none (the working directory).",

@@ -8,8 +8,10 @@ URL (or the ``x-opencode-directory`` header) say whose questions they are.
 """
 
 import contextlib
+import hashlib
+import json
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -21,7 +23,17 @@ from starlette.routing import BaseRoute
 
 from elicitation_gateway import __version__
 from elicitation_gateway.conversion.schema import SchemaError
-from elicitation_gateway.gateway import CANCEL, AskOptions, Gateway, LimitExceeded, ShuttingDown, TooLarge
+from elicitation_gateway.gateway import (
+    CANCEL,
+    AskOptions,
+    Caller,
+    Gateway,
+    LimitExceeded,
+    ShuttingDown,
+    TooLarge,
+    WaitStatus,
+    normalize_directory,
+)
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores.base import StoreUnavailable
 
@@ -158,14 +170,16 @@ class McpEndpoint:
         ctx: Context,
     ) -> Annotated[CallToolResult, QuestionAnswers]:
         options = _ask_options(ctx)
+        caller = _caller(ctx, options, questions)
         try:
-            record = await self.gateway.ask("", questions_schema(questions), options)
+            record = await self.gateway.ask_or_attach("", questions_schema(questions), options, caller)
         except SchemaError as error:
             raise ToolError(error.message) from None
         except (LimitExceeded, ShuttingDown, StoreUnavailable, TooLarge) as error:
             raise ToolError(str(error)) from None
-        # Waits through a store outage; the agent going away (a cancellation) withdraws the question.
-        result = await self.gateway.final_result(record)
+        # Waits through a store outage, telling the agent how it stands if it asked for progress; the
+        # agent's connection dropping (a cancellation) keeps the question for the same call re-issued.
+        result = await self.gateway.final_result(record, caller=caller, heartbeat=_progress(ctx))
         action = result.get("action", CANCEL)
         answers = answers_of(len(questions), result) if action == "accept" else []
         outcome = QuestionAnswers(action=action, answers=answers)
@@ -186,6 +200,35 @@ def _logging_left_alone() -> Iterator[None]:
         yield
     finally:
         root.removeHandler(placeholder)
+
+
+def _progress(ctx: Context) -> Callable[[WaitStatus], Awaitable[None]] | None:
+    """Progress notifications for a call that sent a progress token (nothing for one that did not):
+    ``progress`` is the seconds waited so far, ``total`` the question's whole time."""
+    meta = getattr(ctx.request_context, "meta", None)
+    token = meta.get("progress_token") if isinstance(meta, dict) else getattr(meta, "progress_token", None)
+    if token is None:
+        return None
+
+    async def report(status: WaitStatus) -> None:
+        elapsed = round(status.elapsed, 1)
+        await ctx.report_progress(elapsed, round(elapsed + max(0.0, status.expires_in), 1), status.describe())
+
+    return report
+
+
+def _caller(ctx: Context, options: AskOptions, questions: list[QuestionInput]) -> Caller:
+    """The same call from the same caller: its credentials, gateway session and directory, and its
+    arguments; not the MCP transport's session, which a reconnecting client changes."""
+    request = getattr(ctx.request_context, "request", None)
+    headers = getattr(request, "headers", None) or {}
+    made_of = {
+        "credentials": headers.get("authorization", ""),
+        "session": options.session_id,
+        "directory": normalize_directory(options.directory),
+        "questions": [question.model_dump(mode="json") for question in questions],
+    }
+    return Caller(hashlib.sha256(json.dumps(made_of, sort_keys=True).encode()).hexdigest())
 
 
 def _ask_options(ctx: Context) -> AskOptions:

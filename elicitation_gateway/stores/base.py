@@ -157,6 +157,22 @@ class Store(ABC):
         """The tool no longer waits for this record on this process (it got its result, or its
         question was withdrawn); also called for each id :meth:`abandoned` gave, once it is finished."""
 
+    # Orphans: questions whose caller went away, kept for a while for the same caller to come back to
+    # (:mod:`elicitation_gateway.stores.orphans`). With a shared store, any replica may take them.
+
+    @abstractmethod
+    async def orphan(self, caller: str, request_id: str, digest: str, seconds: float) -> None:
+        """``request_id``'s caller went away: for ``seconds``, a call from the same caller may claim it."""
+
+    @abstractmethod
+    async def claim_orphan(self, caller: str, digest: str) -> str | None:
+        """The caller's oldest orphan, now claimed, or None. Raises :class:`.orphans.DigestMismatch`,
+        claiming nothing, when that orphan was asked with another ``digest``."""
+
+    @abstractmethod
+    async def end_orphan(self, request_id: str) -> bool:
+        """Whether ``request_id`` was still orphaned, unclaimed (its window ended); it is not any more."""
+
     async def abandoned(self) -> list[str]:
         """Pending records whose tool waited on a blocking request to a process that died: nobody can
         collect them any more, and the gateway withdraws them. A durable store names those found at

@@ -13,6 +13,7 @@ from elicitation_gateway import events
 from elicitation_gateway.deadlines import Deadlines
 from elicitation_gateway.stores.base import Record, Status, Store
 from elicitation_gateway.stores.fanout import LocalSubscription, Subscribers
+from elicitation_gateway.stores.orphans import LocalOrphans
 
 
 class MemoryStore(Store):
@@ -39,6 +40,7 @@ class MemoryStore(Store):
         self._history_held = 0  # bytes the history's events hold (their JSON and frames)
         self._seq = 0
         self._subscribers = Subscribers()
+        self._orphans = LocalOrphans()
 
     async def close(self) -> None:
         self._subscribers.end_all()
@@ -97,6 +99,15 @@ class MemoryStore(Store):
     def wake(self, request_id: str) -> None:
         if (done := self._done.pop(request_id, None)) is not None:
             done.set()
+
+    async def orphan(self, caller: str, request_id: str, digest: str, seconds: float) -> None:
+        self._orphans.orphan(caller, request_id, digest, seconds)
+
+    async def claim_orphan(self, caller: str, digest: str) -> str | None:
+        return self._orphans.claim(caller, digest)
+
+    async def end_orphan(self, request_id: str) -> bool:
+        return self._orphans.end(request_id)
 
     async def subscribe(self, last_event_id: str | None = None) -> LocalSubscription:
         seq = self._history_seq.get(last_event_id) if last_event_id else None

@@ -63,6 +63,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from elicitation_gateway import events, ids
 from elicitation_gateway.stores.base import Record, Status, Store, StoreUnavailable
 from elicitation_gateway.stores.fanout import LocalSubscription, Subscribers
+from elicitation_gateway.stores.orphans import DigestMismatch
 
 logger = logging.getLogger(__name__)
 
@@ -259,6 +260,27 @@ return {entry, pending, in_session}
 """)
 
 
+_CLAIM_ORPHAN = Script("""
+-- KEYS: the caller's orphans list; ARGV: the orphaned-key prefix, the digest of the claiming call
+-- Returns {request id} once claimed, {request id, 0} for a digest that differs (nothing claimed), {}
+-- when the caller has none. Ids whose window ended (no orphaned key) are dropped on the way.
+while true do
+  local request_id = redis.call('LINDEX', KEYS[1], 0)
+  if not request_id then
+    return {}
+  end
+  local digest = redis.call('GET', ARGV[1] .. request_id)
+  if not digest then
+    redis.call('LPOP', KEYS[1])
+  elseif digest ~= ARGV[2] then
+    return {request_id, 0}
+  else
+    redis.call('LPOP', KEYS[1])
+    redis.call('DEL', ARGV[1] .. request_id)
+    return {request_id}
+  end
+end
+""")
 _CLAIM = Script("""
 -- KEYS: replicas set, the gone replica's liveness entry, its waits set, this replica's waits set
 -- ARGV: the gone replica's id, this replica's id
@@ -285,6 +307,11 @@ return #ids
 
 _SEQ_DIGITS = 14
 _SEQ_LIMIT = 2**64
+
+
+def _hashed(caller: str) -> str:
+    """A caller's fingerprint as a key: short, and holding none of what it was made of."""
+    return hashlib.sha256(caller.encode()).hexdigest()[:32]
 
 
 def event_id_of(stream_id: str) -> str:
@@ -468,6 +495,8 @@ class RedisStore(Store):
         self._sessions_key = f"{prefix}:sessions"
         self._events_key = f"{prefix}:events"
         self._record_prefix = f"{prefix}:record:"
+        self._orphans_prefix = f"{prefix}:orphans:"
+        self._orphaned_prefix = f"{prefix}:orphaned:"
         self._redis: Redis | None = None
         self._stream_pool: ConnectionPool | None = None
         self._stream: HeldConnection | None = None  # the loop's blocking reads of the stream
@@ -673,6 +702,34 @@ class RedisStore(Store):
             _, left = await pipe.execute()
         if not left:
             await self._client.srem(self._replicas_key, self.replica_id)
+
+    # ---------------------------------------------------------------------------------------------
+    # Orphans: a list of ids per caller, and a key per orphaned id (its digest) that lasts its window;
+    # claiming an id deletes its key, so that it is claimed once, by a call or by the window's end.
+
+    async def orphan(self, caller: str, request_id: str, digest: str, seconds: float) -> None:
+        window = max(1, round(seconds * 1000))
+        callers = self._orphans_prefix + _hashed(caller)
+        with self._reachable():
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.set(self._orphaned_prefix + request_id, digest, px=window)
+                pipe.rpush(callers, request_id)
+                pipe.pexpire(callers, window)
+                await pipe.execute()
+
+    async def claim_orphan(self, caller: str, digest: str) -> str | None:
+        keys = [self._orphans_prefix + _hashed(caller)]
+        with self._reachable():
+            claimed = await self._scripts_batched.run(_CLAIM_ORPHAN, keys, [self._orphaned_prefix, digest])
+        if not claimed:
+            return None
+        if len(claimed) > 1:
+            raise DigestMismatch(claimed[0])
+        return claimed[0]
+
+    async def end_orphan(self, request_id: str) -> bool:
+        with self._reachable():
+            return bool(await self._client.delete(self._orphaned_prefix + request_id))
 
     # ---------------------------------------------------------------------------------------------
     # Records

@@ -147,16 +147,6 @@ async def test_session_and_directory_come_from_the_mcp_url(server, client):
         assert (await call).structured_content == {"action": "accept", "answers": [["ok"]]}
 
 
-async def test_an_agent_that_gives_up_withdraws_its_question(server, client):
-    async with read_events(client) as events, Client(f"{server.url}/mcp") as mcp:
-        call = asyncio.create_task(mcp.call_tool("question", {"questions": QUESTIONS[:1]}))
-        asked = await events.next("question.asked")
-        call.cancel()
-        rejected = await events.next("question.rejected")
-    assert rejected.properties["requestID"] == asked.properties["id"]
-    assert (await client.get("/question")).json() == []
-
-
 @pytest.mark.parametrize(
     ("questions", "problem"),
     [

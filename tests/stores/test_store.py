@@ -15,6 +15,7 @@ from elicitation_gateway.conversion.schema import build_form
 from elicitation_gateway.models import QuestionRequest
 from elicitation_gateway.stores.base import Record, Store
 from elicitation_gateway.stores.memory import MemoryStore
+from elicitation_gateway.stores.orphans import DigestMismatch
 from elicitation_gateway.stores.redis import RedisStore
 from elicitation_gateway.stores.sqlite import SqliteStore
 from tests.helpers import until, waited_on
@@ -288,3 +289,43 @@ async def test_thousands_of_subscribers_get_every_event_in_order(make_store):
     expected.append(("question.rejected", "que_2"))
     for subscription in subscriptions[10:]:
         assert [key(e) async for e in subscription] == expected
+
+
+# ---------------------------------------------------------------------------------------------------
+# Orphans: questions whose caller went away, for the same caller to come back to
+
+
+async def test_an_orphan_is_claimed_once_by_its_own_caller(make_store):
+    store = await make_store()
+    await store.orphan("caller-a", "que_1", "", 60)
+    assert await store.claim_orphan("caller-b", "") is None
+    assert await store.claim_orphan("caller-a", "") == "que_1"
+    assert await store.claim_orphan("caller-a", "") is None  # once
+    assert await store.end_orphan("que_1") is False  # claimed: its window's end finds nothing
+
+
+async def test_orphans_of_one_caller_are_claimed_oldest_first(make_store):
+    store = await make_store()
+    for request_id in ("que_1", "que_2"):
+        await store.orphan("caller", request_id, "", 60)
+    assert [await store.claim_orphan("caller", "") for _ in range(3)] == ["que_1", "que_2", None]
+
+
+async def test_an_orphan_whose_window_ended_is_not_claimed(make_store):
+    store = await make_store()
+    await store.orphan("caller", "que_1", "", 60)
+    await store.orphan("caller", "que_2", "", 60)
+    assert await store.end_orphan("que_1") is True
+    assert await store.end_orphan("que_1") is False
+    assert await store.claim_orphan("caller", "") == "que_2"
+    await store.orphan("caller", "que_3", "", 0.05)
+    await asyncio.sleep(0.15)  # lapsed without its end being called (the process that kept it is gone)
+    assert await store.claim_orphan("caller", "") is None
+
+
+async def test_a_claim_with_another_digest_claims_nothing(make_store):
+    store = await make_store()
+    await store.orphan("key", "que_1", "body-a", 60)
+    with pytest.raises(DigestMismatch):
+        await store.claim_orphan("key", "body-b")
+    assert await store.claim_orphan("key", "body-a") == "que_1"

@@ -221,9 +221,10 @@ async def test_sends_run_on_threads_of_their_own_never_on_the_loops_default_exec
     for number in range(3):
         notifier.submit(record(f"que_{number}"))
     await until(lambda: len(plugins.recorded) == 3, what="three notifications")
+    # Counted once the send's thread has told the loop (a moment after the plugin recorded it).
+    await until(lambda: count(metrics, "1:gwrecord", "sent") == 3, what="three counted as sent")
     assert default.submitted == []
     assert plugins.record_threads == {"notify 1:gwrecord"}
-    assert count(metrics, "1:gwrecord", "sent") == 3
 
 
 async def test_an_uninterruptible_target_holds_only_its_own_few_threads_and_delays_no_other(

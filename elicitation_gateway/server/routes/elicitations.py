@@ -15,7 +15,10 @@ from elicitation_gateway.conversion.schema import SchemaError
 from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.gateway import (
     AlreadyFinished,
+    Caller,
     Gateway,
+    KeyInUse,
+    KeyReused,
     LimitExceeded,
     NotFound,
     ShuttingDown,
@@ -26,6 +29,7 @@ from elicitation_gateway.server.routes.parsing import (
     BodyTooLarge,
     InvalidJson,
     JsonRpcError,
+    idempotency_caller,
     parse_form_params,
     parse_json,
     parse_options,
@@ -44,10 +48,13 @@ def _gateway(request: Request) -> Gateway:
 
 
 async def elicit(request: Request) -> Response:
-    """Ask and wait for the result; a client that goes away withdraws its question."""
+    """Ask and wait for the result. A client that goes away withdraws its question, unless it sent an
+    ``Idempotency-Key``: then the question waits ``GATEWAY_REATTACH_WINDOW`` for the request to be sent
+    again (the same key, credentials and body), which attaches to it."""
     gateway = _gateway(request)
     try:
-        body = parse_json(await read_body(request, gateway.settings.max_body_size))
+        raw = await read_body(request, gateway.settings.max_body_size)
+        body = parse_json(raw)
     except InvalidJson as error:
         if b'"jsonrpc"' in error.raw:
             return _jsonrpc_refusal(error)
@@ -61,14 +68,16 @@ async def elicit(request: Request) -> Response:
         return jsonrpc_error(error.request_id, error.code, error.message)
 
     try:
-        record = await _ask(request, gateway, params)
+        caller = idempotency_caller(request, raw)
+        record = await _ask(request, gateway, params, caller)
     except ToolError as error:
         if is_rpc:
             return jsonrpc_error(rpc_id, error.jsonrpc_code, error.message)
         return error.response()
 
-    # Waits through a store outage; the tool going away (the wait cancelled) withdraws the question.
-    final = await _until_disconnect(request, gateway.final_result(record))
+    # Waits through a store outage; the tool going away (the wait cancelled) withdraws the question, or
+    # with an Idempotency-Key keeps it for the request sent again.
+    final = await _until_disconnect(request, gateway.final_result(record, caller=caller))
     if final is None:  # the tool went away: nobody is left to answer
         return Response(status_code=499)
     result = ElicitResult.model_validate(final)
@@ -138,12 +147,17 @@ routes = [
 ]
 
 
-async def _ask(request: Request, gateway: Gateway, params: Any) -> Record:
-    """Parse and ask; every refusal becomes a ToolError, and nothing is stored."""
+async def _ask(request: Request, gateway: Gateway, params: Any, caller: Caller | None = None) -> Record:
+    """Parse and ask (or attach, for a ``caller`` coming back); every refusal becomes a ToolError, and
+    nothing is stored."""
     options = parse_options(request)
     message, schema = _form_params(params)
     try:
-        return await gateway.ask(message, schema, options)
+        return await gateway.ask_or_attach(message, schema, options, caller)
+    except KeyReused as error:
+        raise ToolError(422, "idempotency_key_reused", str(error)) from None
+    except KeyInUse as error:
+        raise ToolError(409, "idempotency_key_in_use", str(error)) from None
     except SchemaError as error:
         status = 400 if error.code in ("invalid_schema", "invalid_timeout_choice") else 422
         raise ToolError(status, error.code, error.message) from None

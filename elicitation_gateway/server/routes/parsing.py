@@ -1,6 +1,8 @@
 """Reading what clients send: bounded JSON bodies, MCP form params, query options, replies."""
 
+import hashlib
 import math
+import re
 from typing import Any
 
 from mcp.types import ElicitRequestFormParams
@@ -11,7 +13,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from elicitation_gateway import encoding
 from elicitation_gateway.conversion.schema import build_form
-from elicitation_gateway.gateway import AskOptions
+from elicitation_gateway.gateway import AskOptions, Caller
 from elicitation_gateway.models import QuestionTool
 from elicitation_gateway.server.errors import PayloadError, ToolError, bad_request, tool_error
 from elicitation_gateway.server.schemas import QuestionReply
@@ -168,6 +170,27 @@ def parse_answers(body: Any, max_text_length: int | None = None) -> list[list[st
             if any(len(item) > max_text_length for item in answer):
                 raise PayloadError(f"answer {index} is longer than {max_text_length} characters")
     return answers
+
+
+IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")
+"""Printable ASCII without spaces, as the IETF draft's examples and common APIs take it."""
+
+
+def idempotency_caller(request: Request, body: bytes) -> Caller | None:
+    """The caller of a ``POST /elicit`` with an ``Idempotency-Key``: the key under the request's
+    credentials; the digest is the request's own (its query and body). None without the header."""
+    key = request.headers.get("idempotency-key")
+    if key is None:
+        return None
+    key = key.strip().strip('"')  # a quoted string in the IETF draft, a bare token in practice
+    if not IDEMPOTENCY_KEY.fullmatch(key):
+        raise ToolError(
+            400, "invalid_idempotency_key", "Idempotency-Key must be 1 to 255 printable ASCII characters"
+        )
+    credentials = request.headers.get("authorization", "")
+    identity = hashlib.sha256(f"elicit\n{credentials}\n{key}".encode()).hexdigest()
+    digest = hashlib.sha256(request.url.query.encode() + b"\n" + body).hexdigest()
+    return Caller(identity, digest, exclusive=True)
 
 
 def directory_of(request: Request) -> str | None:

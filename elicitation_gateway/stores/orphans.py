@@ -1,0 +1,74 @@
+"""Questions whose caller went away, kept for a while so that the same caller can come back to them.
+
+A caller is a fingerprint the gateway makes of who asked and what (credentials, session, directory, the
+arguments or an ``Idempotency-Key``); ``digest`` tells two requests under one ``Idempotency-Key`` apart.
+An orphan is claimed once: by a call from the same caller within its window, or by the window's end.
+This is the in-process registry of the embedded stores; the Redis store keeps the same in Redis.
+"""
+
+import time
+from collections import deque
+from dataclasses import dataclass
+
+
+class DigestMismatch(Exception):
+    """The caller's oldest orphan was asked with another body: an ``Idempotency-Key`` reused."""
+
+
+@dataclass
+class _Orphan:
+    request_id: str
+    digest: str
+    until: float
+
+
+class LocalOrphans:
+    def __init__(self) -> None:
+        self._by_caller: dict[str, deque[_Orphan]] = {}
+        self._callers: dict[str, str] = {}  # request id -> caller, while orphaned
+
+    def orphan(self, caller: str, request_id: str, digest: str, seconds: float) -> None:
+        self._drop_lapsed(caller)
+        self._by_caller.setdefault(caller, deque()).append(
+            _Orphan(request_id, digest, time.monotonic() + seconds)
+        )
+        self._callers[request_id] = caller
+
+    def claim(self, caller: str, digest: str) -> str | None:
+        """The caller's oldest orphan, now claimed; None if it has none. Raises :class:`DigestMismatch`
+        (claiming nothing) when that orphan was asked with another ``digest``."""
+        self._drop_lapsed(caller)
+        waiting = self._by_caller.get(caller)
+        if not waiting:
+            return None
+        if waiting[0].digest != digest:
+            raise DigestMismatch(waiting[0].request_id)
+        orphan = waiting.popleft()
+        if not waiting:
+            del self._by_caller[caller]
+        del self._callers[orphan.request_id]
+        return orphan.request_id
+
+    def end(self, request_id: str) -> bool:
+        """Whether ``request_id`` was still orphaned, unclaimed; it is not any more."""
+        caller = self._callers.pop(request_id, None)
+        if caller is None:
+            return False
+        waiting = self._by_caller.get(caller, deque())
+        for orphan in list(waiting):
+            if orphan.request_id == request_id:
+                waiting.remove(orphan)
+        if not waiting:
+            self._by_caller.pop(caller, None)
+        return True
+
+    def _drop_lapsed(self, caller: str) -> None:
+        waiting = self._by_caller.get(caller)
+        now = time.monotonic()
+        while waiting and waiting[0].until <= now:
+            self._callers.pop(waiting.popleft().request_id, None)
+        if waiting is not None and not waiting:
+            del self._by_caller[caller]
+
+    def __len__(self) -> int:
+        return len(self._callers)

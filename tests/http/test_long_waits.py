@@ -1,0 +1,249 @@
+"""A person may take an hour: the agent's call hears how the wait stands, and a call whose connection
+drops comes back to its question instead of asking again. With the real ``mcp`` client in both protocol
+eras, and ``POST /elicit`` with an ``Idempotency-Key``."""
+
+import asyncio
+import contextlib
+import json
+from typing import Any
+
+import httpx
+import pytest
+from mcp.client import Client
+
+from tests.helpers import COLOR_ACCEPTED, COLOR_SCHEMA, form, pending, read_events, until
+
+QUESTION = [
+    {
+        "question": "Deploy release 4.2 now?",
+        "header": "Deploy",
+        "options": [{"label": "Yes"}, {"label": "No"}],
+    }
+]
+MODES = ["auto", "legacy"]
+"""``auto`` negotiates 2026-07-28 against the gateway, ``legacy`` 2025-11-25."""
+
+
+async def call(url: str, mode: str, **options: Any) -> Any:
+    async with Client(f"{url}/mcp", mode=mode) as mcp:
+        return await mcp.call_tool("question", {"questions": QUESTION}, **options)
+
+
+async def drop(task: asyncio.Task[Any], server: Any = None, request_id: str = "") -> None:
+    """Close the call's connection: cancelling the client's task ends its ``Client``, whose HTTP
+    connection goes with it, in either era. With ``server``, wait until the gateway has noticed and kept
+    ``request_id`` for the caller: a client comes back after it noticed the drop, which takes longer."""
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
+    if server is not None:
+        await until(lambda: request_id in server.gateway._orphaned, what="the question kept for its caller")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Progress
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_waiting_call_hears_how_the_wait_stands_every_interval(make_server, mode):
+    server = make_server(mcp_progress_interval=0.2, timeout=600)
+    heard: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        heard.append((value, total, message))
+
+    async with httpx.AsyncClient(base_url=server.url) as client, read_events(client):
+        asked = asyncio.create_task(call(server.url, mode, progress_callback=progress))
+        [request] = await pending(client)
+        await until(lambda: len(heard) >= 5, what="five progress notifications")
+        await client.post(f"/question/{request['id']}/reply", json={"answers": [["Yes"]]})
+        result = await asked
+    assert result.structured_content == {"action": "accept", "answers": [["Yes"]]}
+    values = [value for value, _, _ in heard]
+    assert values == sorted(values)
+    assert len(set(values)) == len(values)  # each notification advances, as the spec asks
+    assert all(total is not None and 590 <= total <= 601 for _, total, _ in heard)
+    assert heard[0][2] is not None
+    assert heard[0][2].startswith("waiting for an answer, 1 answerer connected, expires in 10 min")
+
+
+async def test_a_call_without_a_progress_token_is_sent_no_progress(make_server):
+    server = make_server(mcp_progress_interval=0.1)
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "question", "arguments": {"questions": QUESTION}},
+    }
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
+
+        async def answer_later() -> None:
+            [request] = await pending(client)
+            await asyncio.sleep(0.6)  # six intervals
+            await client.post(f"/question/{request['id']}/reply", json={"answers": [["No"]]})
+
+        answering = asyncio.create_task(answer_later())
+        response = await client.post("/mcp", json=body, headers=headers)
+        await answering
+    messages = [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")]
+    assert [message.get("method") for message in messages] == [None]
+    assert messages[0]["result"]["structuredContent"] == {"action": "accept", "answers": [["No"]]}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Re-issued calls
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_reissued_call_attaches_to_the_question_its_dropped_call_left(make_server, mode):
+    server = make_server()
+    async with httpx.AsyncClient(base_url=server.url) as client, read_events(client) as events:
+        first = asyncio.create_task(call(server.url, mode))
+        asked = await events.next("question.asked")
+        await drop(first, server, asked.properties["id"])
+        await events.no_frame(within=0.3, type="question.rejected")  # still pending: kept for the caller
+
+        again = asyncio.create_task(call(server.url, mode))
+        await asyncio.sleep(0.3)
+        assert [request["id"] for request in await pending(client)] == [asked.properties["id"]]
+        await events.no_frame(within=0.1, type="question.asked")  # asked once
+        reply = await client.post(f"/question/{asked.properties['id']}/reply", json={"answers": [["No"]]})
+        assert reply.status_code == 200
+        assert (await again).structured_content == {"action": "accept", "answers": [["No"]]}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_answer_given_while_the_caller_was_away_is_handed_to_it_once(make_server, mode):
+    server = make_server()
+    async with httpx.AsyncClient(base_url=server.url) as client, read_events(client) as events:
+        first = asyncio.create_task(call(server.url, mode))
+        asked = await events.next("question.asked")
+        await drop(first, server, asked.properties["id"])
+        reply = await client.post(f"/question/{asked.properties['id']}/reply", json={"answers": [["Yes"]]})
+        assert reply.status_code == 200  # accepted, never 404: the question waited for its caller
+
+        assert (await call(server.url, mode)).structured_content == {"action": "accept", "answers": [["Yes"]]}
+        await events.no_frame(within=0.1, type="question.asked")
+
+        third = asyncio.create_task(call(server.url, mode))  # once: this one asks anew
+        assert (await events.next("question.asked")).properties["id"] != asked.properties["id"]
+        await drop(third)
+
+
+async def test_an_orphan_nobody_comes_back_for_is_withdrawn_at_the_windows_end(make_server):
+    server = make_server(reattach_window=0.5)
+    async with httpx.AsyncClient(base_url=server.url) as client, read_events(client) as events:
+        first = asyncio.create_task(call(server.url, "auto"))
+        asked = await events.next("question.asked")
+        await drop(first)
+        rejected = await events.next("question.rejected", timeout=5)
+        assert rejected.properties["requestID"] == asked.properties["id"]
+        assert (await client.get("/question")).json() == []
+
+
+async def test_without_a_window_a_dropped_call_withdraws_its_question_at_once(make_server):
+    server = make_server(reattach_window=0)
+    async with httpx.AsyncClient(base_url=server.url) as client, read_events(client) as events:
+        first = asyncio.create_task(call(server.url, "auto"))
+        asked = await events.next("question.asked")
+        await drop(first)
+        rejected = await events.next("question.rejected", timeout=2)
+        assert rejected.properties["requestID"] == asked.properties["id"]
+
+
+async def test_two_identical_calls_both_connected_are_two_questions(make_server):
+    server = make_server()
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        calls = [asyncio.create_task(call(server.url, "auto")) for _ in range(2)]
+        listed = await pending(client, 2)
+        assert len({request["id"] for request in listed}) == 2
+        for request, answer in zip(listed, ("Yes", "No"), strict=True):
+            await client.post(f"/question/{request['id']}/reply", json={"answers": [[answer]]})
+        results = [await task for task in calls]
+        assert sorted(result.structured_content["answers"][0][0] for result in results) == ["No", "Yes"]
+
+
+async def test_another_callers_call_does_not_attach(make_server):
+    server = make_server()
+    async with httpx.AsyncClient(base_url=server.url) as client, read_events(client) as events:
+        first = asyncio.create_task(call(server.url, "auto"))
+        asked = await events.next("question.asked")
+        await drop(first, server, asked.properties["id"])
+        async with Client(f"{server.url}/mcp?sessionID=ses_someone_else") as mcp:
+            other = asyncio.create_task(mcp.call_tool("question", {"questions": QUESTION}))
+            assert (await events.next("question.asked")).properties["id"] != asked.properties["id"]
+            other.cancel()
+
+
+# ---------------------------------------------------------------------------------------------------
+# POST /elicit with an Idempotency-Key
+
+
+def elicit(
+    client: httpx.AsyncClient, key: str | None, body: dict[str, Any] | None = None
+) -> asyncio.Task[httpx.Response]:
+    headers = {} if key is None else {"Idempotency-Key": key}
+    return asyncio.create_task(
+        client.post(
+            "/elicit", json=body or form(COLOR_SCHEMA), headers=headers, timeout=httpx.Timeout(10, read=60)
+        )
+    )
+
+
+async def cut(task: asyncio.Task[Any]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def test_a_retried_request_with_the_same_key_attaches(make_server):
+    server = make_server()
+    async with httpx.AsyncClient(base_url=server.url) as client, read_events(client) as events:
+        first = elicit(client, "deploy-4.2-a1b2")
+        asked = await events.next("question.asked")
+        await cut(first)
+        await until(lambda: asked.properties["id"] in server.gateway._orphaned, what="kept for the retry")
+        await events.no_frame(within=0.3, type="question.rejected")
+
+        retried = elicit(client, "deploy-4.2-a1b2")
+        await asyncio.sleep(0.2)
+        assert [request["id"] for request in await pending(client)] == [asked.properties["id"]]
+        await client.post(f"/question/{asked.properties['id']}/reply", json={"answers": [["green"], ["3"]]})
+        assert (await retried).json() == COLOR_ACCEPTED
+
+
+async def test_a_key_reused_with_another_body_is_422_and_one_in_use_409(make_server):
+    server = make_server()
+    async with httpx.AsyncClient(base_url=server.url) as client, read_events(client) as events:
+        first = elicit(client, "k-1")
+        asked = await events.next("question.asked")
+        in_use = await client.post("/elicit", json=form(COLOR_SCHEMA), headers={"Idempotency-Key": "k-1"})
+        assert in_use.status_code == 409
+        assert in_use.json()["error"] == "idempotency_key_in_use"
+        other = await client.post(
+            "/elicit", json=form(COLOR_SCHEMA, "Another"), headers={"Idempotency-Key": "k-1"}
+        )
+        assert other.status_code == 422
+        assert other.json()["error"] == "idempotency_key_reused"
+
+        await cut(first)
+        await until(lambda: asked.properties["id"] in server.gateway._orphaned, what="kept for the retry")
+        reused = await client.post(
+            "/elicit", json=form(COLOR_SCHEMA, "Another"), headers={"Idempotency-Key": "k-1"}
+        )
+        assert reused.status_code == 422  # the orphan stays for the right body
+        assert [request["id"] for request in await pending(client)] == [asked.properties["id"]]
+        bad = await client.post("/elicit", json=form(COLOR_SCHEMA), headers={"Idempotency-Key": "a b"})
+        assert bad.status_code == 400
+        assert bad.json()["error"] == "invalid_idempotency_key"
+
+
+async def test_without_a_key_a_cut_request_withdraws_its_question(make_server):
+    server = make_server()
+    async with httpx.AsyncClient(base_url=server.url) as client, read_events(client) as events:
+        first = elicit(client, None)
+        asked = await events.next("question.asked")
+        await cut(first)
+        rejected = await events.next("question.rejected", timeout=2)
+        assert rejected.properties["requestID"] == asked.properties["id"]
