@@ -198,7 +198,11 @@ class Gateway:
         # A shared or durable store's questions outlive this process; only tools waiting on it need
         # an answer.
         outlive = self.store.shared or self.store.durable
-        ids_ = list(self._waiting) if outlive else [r.id for r in await self.store.pending()]
+        try:
+            ids_ = list(self._waiting) if outlive else [r.id for r in await self.store.pending()]
+        except StoreUnavailable as error:  # those waiting here get cancel all the same
+            logger.warning("shutdown could not list the pending questions: %s", error)
+            ids_ = list(self._waiting)
         unfinished: list[str] = []
         for request_id in ids_:
             try:

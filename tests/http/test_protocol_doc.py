@@ -21,6 +21,7 @@ from starlette.routing import Mount, Route
 
 from elicitation_gateway.stores.base import StoreUnavailable
 from tests.conftest import RunningServer
+from tests.helpers import until
 
 PROTOCOL = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
 TEXT = PROTOCOL.read_text(encoding="utf-8")
@@ -264,6 +265,20 @@ def form_with(properties: dict[str, Any], message: str = "Questions") -> dict[st
     return {"message": message, "requestedSchema": {"type": "object", "properties": properties}}
 
 
+async def _listed(client: httpx.AsyncClient) -> bool:
+    return bool((await client.get("/question")).json())
+
+
+async def _key_held(client: httpx.AsyncClient, again: dict[str, Any]) -> list[httpx.Response]:
+    """A POST /elicit that waits with an Idempotency-Key, and another with the same key and ``again``."""
+    key = {"Idempotency-Key": "held-key"}
+    first = asyncio.create_task(client.post("/elicit", json=FORM, headers=key, timeout=30))
+    await until(lambda: _listed(client), what="the first request's question")
+    second = await client.post("/elicit", json=again, headers=key)
+    first.cancel()
+    return [second]
+
+
 async def _already_finished(client: httpx.AsyncClient) -> list[httpx.Response]:
     request_id = await pending_id(client)
     assert (await client.post(f"/question/{request_id}/reply", json={"answers": [["Yes"]]})).json() is True
@@ -433,6 +448,11 @@ TRIGGERS: dict[tuple[Any, ...], Trigger] = {
     (404, "tool", "not_found"): one_server(_not_found),
     (405, "tool", "method_not_allowed"): get("/elicit"),
     (409, "tool", "already_finished"): one_server(_already_finished),
+    (400, "tool", "invalid_idempotency_key"): post("/elicit", json=FORM, headers={"Idempotency-Key": "a b"}),
+    (409, "tool", "idempotency_key_in_use"): one_server(lambda client: _key_held(client, FORM)),
+    (422, "tool", "idempotency_key_reused"): one_server(
+        lambda client: _key_held(client, form_with({}, "Other"))
+    ),
     (413, "tool", "body_too_large"): one_server(
         lambda client: asyncio.gather(client.post("/elicitations", content=b" " * 2048, headers=JSON_TYPE)),
         max_body_size=1024,
