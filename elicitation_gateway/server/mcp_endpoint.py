@@ -12,7 +12,7 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -22,6 +22,7 @@ from starlette.routing import BaseRoute
 from elicitation_gateway import __version__
 from elicitation_gateway.conversion.schema import SchemaError
 from elicitation_gateway.gateway import CANCEL, AskOptions, Gateway, LimitExceeded, ShuttingDown, TooLarge
+from elicitation_gateway.server.mcp_server import UnknownNamesRefused
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores.base import StoreUnavailable
 
@@ -124,7 +125,7 @@ class McpEndpoint:
     def __init__(self, gateway: Gateway, settings: Settings) -> None:
         self.gateway = gateway
         with _logging_left_alone():
-            self.server = MCPServer(
+            self.server = UnknownNamesRefused(
                 "elicitation-gateway",
                 title="Elicitation Gateway",
                 version=__version__,
