@@ -16,6 +16,7 @@ or suite skips these tests, with the reason; under ``CI=true`` it fails them.
 
 import functools
 import json
+import logging
 import re
 import subprocess
 from pathlib import Path
@@ -199,7 +200,8 @@ def test_every_scenario_of_the_suite_is_run_or_said_not_to_apply():
 
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize(("scenario", "era"), RUNS, ids=[f"{s}@{e}" for s, e in RUNS])
-def test_the_scenario_passes(server, tmp_path, scenario, era):
+def test_the_scenario_passes(server, tmp_path, caplog, scenario, era):
+    caplog.set_level(logging.WARNING)
     command = [*suite(), "server", "--url", f"{server.url}/mcp", "--scenario", scenario]
     if era != "extension":
         command += ["--spec-version", era]
@@ -220,3 +222,5 @@ def test_the_scenario_passes(server, tmp_path, scenario, era):
     passed = [c["id"] for c in checks if c["status"] == "SUCCESS" and c["id"] != "wire-schema-valid"]
     assert passed, f"no check of the scenario passed (did it skip itself?)\n{report}"
     assert completed.returncode == (1 if may_fail else 0), report
+    troubles = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert not troubles, [f"{r.name}: {r.getMessage()}" for r in troubles]
