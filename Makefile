@@ -10,6 +10,7 @@ PYTEST_ARGS ?=
 NODE_TESTS := tests/e2e/node
 OPENCODE := tests/e2e/opencode
 JS_LINT := tests/e2e/js-lint
+CONFORMANCE := tests/e2e/conformance
 
 .PHONY: run test test-quick lint lint-js format docs fixtures install constraints
 
@@ -17,7 +18,7 @@ run: $(VENV)/.installed
 	$(BIN)/python -m elicitation_gateway $(ARGS)
 
 test: $(VENV)/.installed $(NODE_TESTS)/node_modules/.installed $(OPENCODE)/node_modules/.installed \
-		$(JS_LINT)/node_modules/.installed
+		$(JS_LINT)/node_modules/.installed $(CONFORMANCE)/node_modules/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	npm run --silent lint --prefix $(JS_LINT)
@@ -64,6 +65,13 @@ $(NODE_TESTS)/node_modules/.installed: $(NODE_TESTS)/package.json $(NODE_TESTS)/
 # ESLint for the web page's script, exactly as its lock file pins it.
 $(JS_LINT)/node_modules/.installed: $(JS_LINT)/package.json $(JS_LINT)/package-lock.json
 	npm ci --prefix $(JS_LINT) --no-audit --no-fund
+	touch $@
+
+# The official MCP conformance suite and the Node 22 it needs (the npm package `node`), pinned by its
+# lock file. `npm ci` suits it: the lock holds `node` itself, whose install script (allowed in
+# package.json's allowScripts) fetches this platform's binary package at the same exact version.
+$(CONFORMANCE)/node_modules/.installed: $(CONFORMANCE)/package.json $(CONFORMANCE)/package-lock.json
+	npm ci --prefix $(CONFORMANCE) --no-audit --no-fund
 	touch $@
 
 # The published OpenCode CLI and TUI for the bridge's end-to-end tests, pinned by its lock file.

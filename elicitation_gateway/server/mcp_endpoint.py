@@ -14,7 +14,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -34,6 +34,7 @@ from elicitation_gateway.gateway import (
     WaitStatus,
     normalize_directory,
 )
+from elicitation_gateway.server.mcp_server import UnknownNamesRefused
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores.base import StoreUnavailable
 
@@ -136,7 +137,7 @@ class McpEndpoint:
     def __init__(self, gateway: Gateway, settings: Settings) -> None:
         self.gateway = gateway
         with _logging_left_alone():
-            self.server = MCPServer(
+            self.server = UnknownNamesRefused(
                 "elicitation-gateway",
                 title="Elicitation Gateway",
                 version=__version__,
