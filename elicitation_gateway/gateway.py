@@ -122,6 +122,20 @@ class KeyInUse(Exception):
     """An ``Idempotency-Key`` held by a call that still waits (on this process)."""
 
 
+MAX_ID_LENGTH = 200
+
+
+def printable_id(value: str) -> bool:
+    """A short id a tool names things by: printable, without whitespace, at most 200 characters."""
+    return 0 < len(value) <= MAX_ID_LENGTH and value.isprintable() and not any(c.isspace() for c in value)
+
+
+def valid_session_id(session_id: str) -> bool:
+    """What a tool may name as its question's ``sessionID`` (OpenCode's ids start with ``ses``): the
+    same rule for ``POST /elicit`` and ``/mcp``."""
+    return session_id.startswith("ses") and printable_id(session_id)
+
+
 def normalize_directory(directory: str | None) -> str | None:
     """Directories compare as paths: ``/a/b/`` and ``/a/b`` are the same project."""
     if not directory or not directory.strip():

@@ -33,6 +33,7 @@ from elicitation_gateway.gateway import (
     TooLarge,
     WaitStatus,
     normalize_directory,
+    valid_session_id,
 )
 from elicitation_gateway.server.mcp_server import UnknownNamesRefused
 from elicitation_gateway.settings import Settings
@@ -238,7 +239,7 @@ def _ask_options(ctx: Context) -> AskOptions:
     query = getattr(request, "query_params", None) or {}
     headers = getattr(request, "headers", None) or {}
     session_id = query.get("sessionID")
-    if session_id is not None and not session_id.startswith("ses"):
-        raise ToolError("sessionID on the /mcp URL must start with 'ses'")
+    if session_id is not None and not valid_session_id(session_id):
+        raise ToolError("sessionID on the /mcp URL must start with 'ses' and hold no spaces")
     directory = query.get("directory") or headers.get("x-opencode-directory")
     return AskOptions(session_id=session_id, directory=directory)

@@ -6,6 +6,7 @@ one replica, watch and answer on others, kill and restart replicas, and stop Red
 """
 
 import asyncio
+import contextlib
 import re
 import signal
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -15,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from mcp.client import Client
 
 from tests.helpers import COLOR_SCHEMA, ask, form, read_events
 from tests.processes import GatewayProcess
@@ -196,6 +198,34 @@ async def test_a_replica_killed_while_its_tool_waits_has_its_question_withdrawn_
     finally:
         killed.kill()
         other.kill()
+
+
+async def test_a_dropped_call_comes_back_on_another_replica(replicas, clients):
+    """Behind a load balancer the re-issued call may reach any replica: it attaches there, to the
+    question its dropped call left, and the first replica's window does not withdraw it later."""
+    b = clients[1]
+    questions = {
+        "questions": [{"question": "Roll back?", "header": "Roll back", "options": [{"label": "Yes"}]}]
+    }
+
+    async def call(replica: Replica) -> Any:
+        async with Client(f"{replica.url}/mcp") as mcp:
+            return await mcp.call_tool("question", questions)
+
+    async with read_events(b) as events:
+        first = asyncio.create_task(call(replicas[0]))
+        asked = await events.next("question.asked")
+        first.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await first
+        await asyncio.sleep(1)  # the first replica notices the drop and keeps the question for its caller
+        again = asyncio.create_task(call(replicas[1]))
+        await asyncio.sleep(0.5)
+        assert await listed(b) == [asked.properties["id"]]
+        await events.no_frame(within=0.2, type="question.asked")
+        reply = await b.post(f"/question/{asked.properties['id']}/reply", json={"answers": [["Yes"]]})
+        assert reply.status_code == 200
+        assert (await again).structured_content == {"action": "accept", "answers": [["Yes"]]}
 
 
 async def test_two_replies_racing_on_two_replicas(clients):

@@ -173,3 +173,19 @@ async def test_malformed_mcp_requests_get_a_4xx(server):
         not_a_stream = await http.get("/mcp", headers={"Accept": "application/json"})
     assert 400 <= garbled.status_code < 500
     assert not_a_stream.status_code == 406
+
+
+@pytest.mark.parametrize("session", ["abc", "ses%20two", "ses" + "x" * 200])
+async def test_a_session_id_is_checked_on_mcp_as_on_post_elicit(server, client, session):
+    """One rule for both doors: starts with ``ses``, no whitespace, at most 200 characters."""
+    refused = await client.post(
+        "/elicit",
+        json={"message": "m", "requestedSchema": {"type": "object", "properties": {"a": {"type": "string"}}}},
+        params={"sessionID": session.replace("%20", " ")},
+    )
+    assert refused.status_code == 400
+    async with Client(f"{server.url}/mcp?sessionID={session}") as mcp:
+        result = await mcp.call_tool("question", {"questions": QUESTIONS[2:]})
+    assert result.is_error
+    assert "sessionID" in text_of(result)
+    assert (await client.get("/question")).json() == []

@@ -13,13 +13,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from elicitation_gateway import encoding
 from elicitation_gateway.conversion.schema import build_form
-from elicitation_gateway.gateway import AskOptions, Caller
+from elicitation_gateway.gateway import AskOptions, Caller, printable_id, valid_session_id
 from elicitation_gateway.models import QuestionTool
 from elicitation_gateway.server.errors import PayloadError, ToolError, bad_request, tool_error
 from elicitation_gateway.server.schemas import QuestionReply
 from elicitation_gateway.server.security import role_of
-
-MAX_ID_LENGTH = 200
 
 
 class BodyTooLarge(Exception):
@@ -125,11 +123,11 @@ def parse_form_params(body: Any) -> tuple[str, dict[str, Any]]:
 def parse_options(request: Request) -> AskOptions:
     query = request.query_params
     session_id = query.get("sessionID")
-    if session_id is not None and not (session_id.startswith("ses") and _printable_id(session_id)):
+    if session_id is not None and not valid_session_id(session_id):
         raise ToolError(400, "invalid_session", "sessionID must start with 'ses' and hold no spaces")
     message_id, call_id = query.get("messageID"), query.get("callID")
     for name, value in (("messageID", message_id), ("callID", call_id)):
-        if value is not None and not _printable_id(value):
+        if value is not None and not printable_id(value):
             raise ToolError(400, "invalid_tool", f"{name} must be a short id without spaces")
     tool = QuestionTool(messageID=message_id or "", callID=call_id or "") if message_id or call_id else None
     on_timeout = query.get("onTimeout", "cancel")
@@ -195,10 +193,6 @@ def idempotency_caller(request: Request, body: bytes) -> Caller | None:
 
 def directory_of(request: Request) -> str | None:
     return request.query_params.get("directory") or request.headers.get("x-opencode-directory")
-
-
-def _printable_id(value: str) -> bool:
-    return 0 < len(value) <= MAX_ID_LENGTH and value.isprintable() and not any(c.isspace() for c in value)
 
 
 def _describe(error: ValidationError) -> str:
