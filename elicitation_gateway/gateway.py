@@ -170,6 +170,7 @@ class Gateway:
         self._waiting: set[str] = (
             set()
         )  # questions whose tool waits on this process (``POST /elicit``, ``/mcp``)
+        self._beaten: dict[str, float] = {}  # when each waiting caller was last told how it stands
         self._live_keys: dict[str, str] = {}  # Idempotency-Keys of calls waiting here -> their digest
         self._orphaned: set[str] = set()  # questions whose caller went away, kept for it to come back
         self._watcher: asyncio.Task[None] | None = None
@@ -457,6 +458,8 @@ class Gateway:
                 else:
                     self._owe(record.id, "withdrawn")
                 raise
+            finally:
+                self._beaten.pop(record.id, None)
 
     async def _wait_for_result(
         self, record: Record, heartbeat: Callable[[WaitStatus], Awaitable[None]] | None
@@ -487,9 +490,15 @@ class Gateway:
             await self._beat(record, heartbeat)
 
     async def _beat(self, record: Record, heartbeat: Callable[[WaitStatus], Awaitable[None]] | None) -> None:
+        """Tell the caller how the wait stands, at most once an interval (a store outage wakes the wait
+        every second)."""
         if heartbeat is None:
             return
         now = time.time()
+        last = self._beaten.get(record.id, record.created_at)
+        if now - last < self.settings.mcp_progress_interval * 0.9:
+            return
+        self._beaten[record.id] = now
         status = WaitStatus(now - record.created_at, record.expires_at - now, self.subscribers)
         try:
             await heartbeat(status)
