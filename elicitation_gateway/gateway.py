@@ -10,7 +10,7 @@ import logging
 import math
 import posixpath
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,8 +153,9 @@ class Gateway:
         self.default_directory = normalize_directory(settings.directory) or settings.directory
         self.metrics = Metrics()
         self.subscribers = 0
-        self._timeouts = Deadlines(self._spawn_expiry)  # of the pending questions this process times
-        self._orphan_windows = Deadlines(self._spawn_orphan_end)  # of the questions orphaned here
+        # of the pending questions this process times, and of those orphaned here
+        self._timeouts = Deadlines(lambda request_id: self._spawn(self._expire(request_id)))
+        self._orphan_windows = Deadlines(lambda request_id: self._spawn(self._end_orphan(request_id)))
         limits = Limits(
             header_length=settings.header_length,
             max_questions=settings.max_questions,
@@ -167,9 +168,8 @@ class Gateway:
         self.pending_bytes = PendingBytes()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
-        self._waiting: set[str] = (
-            set()
-        )  # questions whose tool waits on this process (``POST /elicit``, ``/mcp``)
+        # questions whose tool waits on this process (``POST /elicit``, ``/mcp``)
+        self._waiting: set[str] = set()
         self._beaten: dict[str, float] = {}  # when each waiting caller was last told how it stands
         self._live_keys: dict[str, str] = {}  # Idempotency-Keys of calls waiting here -> their digest
         self._orphaned: set[str] = set()  # questions whose caller went away, kept for it to come back
@@ -519,9 +519,7 @@ class Gateway:
     def _orphan_later(self, record: Record, caller: Caller) -> None:
         """Keep ``record`` for its caller to come back to (made on a task: its caller is cancelled)."""
         self._orphaned.add(record.id)
-        task = asyncio.get_running_loop().create_task(self._orphan(record, caller))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._spawn(self._orphan(record, caller))
 
     async def _orphan(self, record: Record, caller: Caller) -> None:
         window = self.settings.reattach_window
@@ -533,11 +531,6 @@ class Gateway:
             return
         self._orphan_windows.set(record.id, window)
         logger.info("elicitation %s: its caller went away; kept for it for %g s", record.id, window)
-
-    def _spawn_orphan_end(self, request_id: str) -> None:
-        task = asyncio.get_running_loop().create_task(self._end_orphan(request_id))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     async def _end_orphan(self, request_id: str) -> None:
         """The re-attach window ended: withdrawn if nobody came back for it (and it is still pending)."""
@@ -667,8 +660,9 @@ class Gateway:
     def _schedule_expiry(self, request_id: str, delay: float) -> None:
         self._timeouts.set(request_id, delay)
 
-    def _spawn_expiry(self, request_id: str) -> None:
-        task = asyncio.get_running_loop().create_task(self._expire(request_id))
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` on a task of its own, kept until it ends."""
+        task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -681,21 +675,18 @@ class Gateway:
 
     async def _expire_now(self, request_id: str) -> None:
         record = await self.store.get(request_id)
-        if record is not None and record.pending and record.on_timeout == "default":
-            # Checked when asked: every required field has a default. The person's empty reply,
-            # given on their behalf, so answerers see question.replied like any other answer.
+        if record is None or not record.pending:
+            return
+        result = _expiry_result(record)
+        if result["action"] == ACCEPT:
+            # The person's empty reply, given on their behalf, so answerers see question.replied like
+            # any other answer.
             answers: list[list[str]] = [[] for _ in record.form.fields]
-            result = {"action": ACCEPT, "content": answers_to_content(record.form, answers)}
             await self._finish(
-                request_id,
-                "answered",
-                result,
-                answers=answers,
-                reason="timed out, defaults",
-                defaulted=True,
+                request_id, "answered", result, answers=answers, reason="timed out, defaults", defaulted=True
             )
             return
-        await self._finish(request_id, "expired", {"action": CANCEL}, reason="timed out")
+        await self._finish(request_id, "expired", result, reason="timed out")
 
     # ---------------------------------------------------------------------------------------------
     # Finishes owed while the store could not take them
@@ -774,7 +765,7 @@ class Gateway:
 
 def _expiry_result(record: Record) -> dict[str, Any]:
     """What a tool gets when its question expires: ``cancel``, or with ``onTimeout=default`` the
-    schema's defaults (checked when asked)."""
+    schema's defaults (checked when asked: every required field has one)."""
     if record.on_timeout == "default":
         return {
             "action": ACCEPT,

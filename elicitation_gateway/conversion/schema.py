@@ -72,11 +72,7 @@ def build_form(
     ``allow_sensitive``; then, as any that may ask for one, it carries a warning for the person.
     """
     _check_message(message, max_text_length)
-    _check_sizes(schema, max_questions, max_options, max_text_length)
-    try:
-        check_text(schema, "requestedSchema")
-    except InvalidText as error:
-        raise SchemaError(error.message, code="invalid_text") from None
+    _check_text_and_sizes(schema, max_questions, max_options, max_text_length)
     form = _convert(schema, message, header_length, max_questions, allow_sensitive)
     return form if form.legacy else with_message(form, message)
 
@@ -185,11 +181,12 @@ MAX_PROPERTY_DEPTH = 8
 """Levels of objects and lists in one property schema (``items.anyOf[2].title`` is four)."""
 
 
-def _check_sizes(
+def _check_text_and_sizes(
     schema: Any, max_questions: int, max_options: int | None, max_text_length: int | None
 ) -> None:
-    """Refuse what no person could read (too many questions or options, texts longer than the limit)
-    before anything is built: one pass over the JSON, so a refusal costs little whatever is sent."""
+    """Refuse text that is not valid Unicode, and what no person could read (too many questions or
+    options, texts longer than the limit), before anything is built: one pass over the JSON in document
+    order, so a refusal costs little whatever is sent and names the first offending part."""
     if not isinstance(schema, dict):
         return  # _convert names what is wrong
     properties = schema.get("properties")
@@ -203,6 +200,8 @@ def _check_sizes(
     while stack:
         value, where, depth = stack.pop()
         if isinstance(value, str):
+            if not valid_text(value):
+                raise _text_error(value, where)
             if max_text_length is not None and len(value) > max_text_length:
                 what = "the option" if where.endswith("]") and "enum" in where.rsplit(".", 1)[-1] else ""
                 raise SchemaError(
@@ -214,14 +213,18 @@ def _check_sizes(
         if depth > MAX_PROPERTY_DEPTH + 2:  # the schema, its properties, then one property's levels
             raise SchemaError(f"{where} nests deeper than a property schema needs")
         if isinstance(value, dict):
+            children = []
             for key, child in value.items():
+                if not valid_text(key):
+                    raise _text_error({key: None}, where)
                 if max_text_length is not None and len(key) > max_text_length:
                     raise SchemaError(
                         f"{where} has a key {len(key)} characters long; at most {max_text_length} are "
                         "allowed",
                         code="text_too_long",
                     )
-                stack.append((child, f"{where}.{key}", depth + 1))
+                children.append((child, f"{where}.{key}", depth + 1))
+            stack.extend(reversed(children))
         elif isinstance(value, list):
             owner, _, name = where.rpartition(".")
             if max_options is not None and name in OPTION_LISTS and len(value) > max_options:
@@ -229,7 +232,18 @@ def _check_sizes(
                     f"{owner} offers {len(value)} options; at most {max_options} are allowed",
                     code="too_many_options",
                 )
-            stack.extend((child, f"{where}[{index}]", depth + 1) for index, child in enumerate(value))
+            stack.extend(
+                (child, f"{where}[{index}]", depth + 1) for index, child in reversed(list(enumerate(value)))
+            )
+
+
+def _text_error(value: Any, where: str) -> SchemaError:
+    """The refusal of ``value`` (found not valid Unicode), worded as the body's check words it."""
+    try:
+        check_text(value, where)
+    except InvalidText as error:
+        return SchemaError(error.message, code="invalid_text")
+    return SchemaError(f"{where} is not valid Unicode", code="invalid_text")
 
 
 def shorten(text: str, limit: int) -> str:

@@ -444,26 +444,14 @@ def _paths(ref: Ref) -> dict[str, Any]:
                 },
             }
         },
-        "/healthz": {
-            "get": {
-                "operationId": "healthz",
-                "summary": "Readiness, as `/readyz` (kept for existing probes).",
-                "responses": {
-                    "200": _json(ref(Healthz), "Serving."),
-                    "503": _json(ref(Healthz), "Not serving: store unavailable or shutting down."),
-                },
-            }
-        },
-        "/readyz": {
-            "get": {
-                "operationId": "readyz",
-                "summary": "Readiness: the store reached and writable, not stopping (`reason`: why not).",
-                "responses": {
-                    "200": _json(ref(Healthz), "Serving."),
-                    "503": _json(ref(Healthz), "Not serving: store unavailable or shutting down."),
-                },
-            }
-        },
+        "/healthz": _readiness(
+            "healthz", "Readiness, as `/readyz` (kept for existing probes).", ref(Healthz)
+        ),
+        "/readyz": _readiness(
+            "readyz",
+            "Readiness: the store reached and writable, not stopping (`reason`: why not).",
+            ref(Healthz),
+        ),
         "/livez": {
             "get": {
                 "operationId": "livez",
@@ -497,3 +485,17 @@ def _static_files() -> dict[str, str]:
 
     files = (path for path in STATIC_DIRECTORY.iterdir() if path.is_file())
     return {path.name: mimetypes.guess_type(path.name)[0] or "application/octet-stream" for path in files}
+
+
+def _readiness(operation_id: str, summary: str, healthz: dict[str, Any]) -> dict[str, Any]:
+    """``/readyz`` and its older name ``/healthz``: one operation, two ids."""
+    return {
+        "get": {
+            "operationId": operation_id,
+            "summary": summary,
+            "responses": {
+                "200": _json(healthz, "Serving."),
+                "503": _json(healthz, "Not serving: store unavailable or shutting down."),
+            },
+        }
+    }

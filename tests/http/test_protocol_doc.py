@@ -9,6 +9,7 @@
 """
 
 import asyncio
+import contextlib
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -276,6 +277,8 @@ async def _key_held(client: httpx.AsyncClient, again: dict[str, Any]) -> list[ht
     await until(lambda: _listed(client), what="the first request's question")
     second = await client.post("/elicit", json=again, headers=key)
     first.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await first
     return [second]
 
 

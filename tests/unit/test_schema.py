@@ -721,3 +721,19 @@ def test_a_top_level_free_text_schema_is_judged_too() -> None:
     warned = build_form({"type": "array", "title": "Token", "items": {"type": "string"}}, "Paste it")
     assert warned.fields[0].warning is not None
     assert "may ask for a token" in warned.questions[0].question
+
+
+def test_text_that_is_not_valid_unicode_is_refused_naming_the_first_place() -> None:
+    """For callers in the process (the /mcp tool, Python): the body's own check does not reach them."""
+    schema = obj(
+        {"a": {"type": "string", "title": "x\ud800"}, "b": {"enum": ["ok", "\udc00"]}},
+        description="\ud801",
+    )
+    error = schema_error(schema)
+    assert error.code == "invalid_text"
+    assert error.message.startswith("requestedSchema.properties.a.title is not valid Unicode")
+    key_error = schema_error(obj({"k\ud800": {"type": "string"}}))
+    assert key_error.message.startswith("requestedSchema.properties has a key that is not valid Unicode")
+    with pytest.raises(SchemaError) as message_error:
+        build_form(obj({"a": {"type": "string"}}), "m\ud800")
+    assert message_error.value.code == "invalid_text"
