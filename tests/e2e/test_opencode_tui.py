@@ -67,19 +67,39 @@ class Tui:
     def type(self, text: str) -> None:
         self._run("send-keys", "-t", "tui", "-l", text)
 
-    async def shows(self, *texts: str, gone: str | None = None, timeout: float = SCREEN_TIMEOUT) -> str:
-        """Wait until the screen shows every one of ``texts`` (and no longer ``gone``)."""
+    async def shows(
+        self, *texts: str, gone: str | None = None, twice: str | None = None, timeout: float = SCREEN_TIMEOUT
+    ) -> str:
+        """Wait until the screen shows every one of ``texts`` (and no longer ``gone``; ``twice`` at least
+        twice)."""
         try:
             async with asyncio.timeout(timeout):
                 while True:
                     screen = await asyncio.to_thread(self.screen)
                     if "[exited with" in screen:
                         raise AssertionError(f"the TUI exited:\n{screen}")
-                    if all(text in screen for text in texts) and (gone is None or gone not in screen):
+                    if (
+                        all(text in screen for text in texts)
+                        and (gone is None or gone not in screen)
+                        and (twice is None or screen.count(twice) >= 2)
+                    ):
                         return screen
                     await asyncio.sleep(0.1)
         except TimeoutError:
-            raise AssertionError(f"the TUI did not show {texts} within {timeout} s:\n{self.last}") from None
+            wanted = (*texts, *([f"{twice} (twice)"] if twice else []))
+            raise AssertionError(f"the TUI did not show {wanted} within {timeout} s:\n{self.last}") from None
+
+    async def types(self, text: str, *, placeholder: str) -> str:
+        """Type ``text`` into a field just drawn. A field can be on the screen a moment before it takes
+        keys; while its placeholder still shows and ``text`` does not, the keys were lost: type again."""
+        for _ in range(3):
+            self.type(text)
+            try:
+                return await self.shows(text, timeout=5)
+            except AssertionError:
+                if self.last.count(placeholder) < 2 or text in self.last:
+                    raise
+        return await self.shows(text)
 
     def stop(self) -> None:
         subprocess.run(
@@ -142,10 +162,9 @@ async def test_the_opencode_tui_shows_a_gateway_question_and_answers_it_with_key
         await tui.shows("[✓] Noise")
         tui.keys("Tab")  # on to Hours
         await tui.shows("Hours (a whole number from 0 to 20000)")
-        tui.keys("Enter")  # "Type your own answer"
-        await tui.shows("Type your own answer")
-        tui.type("1200")
-        await tui.shows("1200")
+        tui.keys("Enter")  # "Type your own answer": a field opens under it, its placeholder the same words
+        await tui.shows(twice="Type your own answer")
+        await tui.types("1200", placeholder="Type your own answer")
         tui.keys("Enter")
         review = await tui.shows("Review", "Model: SY215C", "Symptoms: Black smoke, Noise", "Hours: 1200")
         keep("review.txt", review)
