@@ -5,6 +5,7 @@ Each command lives in its own module with a ``main(argv) -> int``:
 - ``serve`` (default): :mod:`elicitation_gateway.server.command`
 - ``ask``: post an elicitation from a shell script (:mod:`elicitation_gateway.ask`)
 - ``answer``: answer questions in the terminal (:mod:`elicitation_gateway.answerer.command`)
+- ``proxy``: put an MCP server behind the gateway (:mod:`elicitation_gateway.proxy.command`)
 """
 
 import importlib
@@ -14,6 +15,7 @@ COMMANDS = {
     "serve": "elicitation_gateway.server.command",
     "ask": "elicitation_gateway.ask",
     "answer": "elicitation_gateway.answerer.command",
+    "proxy": "elicitation_gateway.proxy.command",
 }
 
 

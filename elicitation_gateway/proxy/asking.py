@@ -1,0 +1,275 @@
+"""An upstream's elicitation becomes one gateway question, and the person's answer goes back.
+
+Questions are attributed to the client's tool call that caused them: a resolver's question is asked
+within the call itself (a context variable names it); a push-style ``elicitation/create`` arrives on
+the upstream connection with nothing that ties it to a call, so it is the call in progress when only
+one is (else it names no tool). While a question waits, every call it may belong to gets a progress
+notification each ``progress_interval`` seconds (where the client sent a progress token), so that
+clients whose request timeout resets on progress keep waiting for the person.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import itertools
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TextIO
+
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types import (
+    INVALID_PARAMS,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitRequestURLParams,
+    ElicitResult,
+    ErrorData,
+    RequestId,
+)
+
+from elicitation_gateway.client import (
+    ElicitationLost,
+    GatewayClient,
+    GatewayError,
+    GatewayRefused,
+    GatewayUnavailable,
+)
+
+if TYPE_CHECKING:
+    from mcp.client.session import ClientRequestContext
+    from mcp.server.session import ServerSession
+
+AnswerWith = Literal["gateway", "client"]
+WAITING = "waiting for a person to answer through Elicitation Gateway"
+
+
+class Progress:
+    """Progress notifications to the client for one call: the upstream's, relayed, and the proxy's own
+    while a person is being asked. Values only rise, as the spec requires: each of the proxy's own
+    notifications adds one to what the client has seen, and the upstream's are shifted by as many."""
+
+    def __init__(self, session: ServerSession, token: str | int, request_id: RequestId | None) -> None:
+        self.session = session
+        self.token = token
+        self.request_id = request_id
+        self.shift = 0.0
+        self.last: float | None = None
+        self.total: float | None = None
+
+    async def relay(self, progress: float, total: float | None, message: str | None) -> None:
+        await self._send(progress + self.shift, None if total is None else total + self.shift, message)
+
+    async def waiting(self, message: str) -> None:
+        self.shift += 1
+        value = (self.last or 0) + 1
+        await self._send(value, None if self.total is None else self.total + 1, message)
+
+    async def _send(self, progress: float, total: float | None, message: str | None) -> None:
+        if self.last is not None and progress <= self.last:
+            return  # an upstream that went backwards: the client has seen more already
+        self.last, self.total = progress, total
+        with contextlib.suppress(Exception):  # a client gone away hears nothing, and needs nothing
+            await self.session.send_progress_notification(
+                self.token, progress, total, message, related_request_id=self.request_id
+            )
+
+
+@dataclass(eq=False)
+class Call:
+    """One tool call of the client, in progress."""
+
+    tool: str
+    session: ServerSession
+    request_id: RequestId | None
+    progress: Progress | None
+    asking: set[asyncio.Task[Any]] = field(default_factory=set)
+
+
+_current_call: contextvars.ContextVar[Call | None] = contextvars.ContextVar("proxy_call", default=None)
+
+
+class Calls:
+    """The client's tool calls in progress, to attribute the upstream's questions to them."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, Call] = {}
+        self._numbers = itertools.count()
+
+    @contextlib.contextmanager
+    def running(self, call: Call) -> Iterator[Call]:
+        number = next(self._numbers)
+        self._calls[number] = call
+        token = _current_call.set(call)
+        try:
+            yield call
+        finally:
+            _current_call.reset(token)
+            del self._calls[number]
+            for task in call.asking:  # its questions are nobody's now: withdrawn
+                task.cancel()
+
+    def candidates(self) -> list[Call]:
+        """The calls a question arriving now may belong to: the one asking, when known."""
+        current = _current_call.get()
+        if current is not None:
+            return [current]
+        return list(self._calls.values())
+
+
+class FaultReport:
+    """Says on stderr why questions cannot be asked, once for each new reason."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream
+        self.last: str | None = None
+
+    def fault(self, reason: str) -> None:
+        if reason != self.last:
+            self.last = reason
+            print(f"elicitation-gateway proxy: {reason}", file=self.stream or sys.stderr, flush=True)
+
+    def recovered(self) -> None:
+        self.last = None
+
+
+class Asker:
+    """The upstream's ``elicitation_callback``: asks the gateway (or the client, with
+    ``answer_with="client"`` when the client can be asked) and gives the upstream its answer."""
+
+    def __init__(
+        self,
+        gateway: GatewayClient,
+        calls: Calls,
+        *,
+        answer_with: AnswerWith = "gateway",
+        progress_interval: float = 15.0,
+        faults: FaultReport | None = None,
+    ) -> None:
+        self.gateway = gateway
+        self.calls = calls
+        self.answer_with = answer_with
+        self.progress_interval = progress_interval
+        self.faults = faults or FaultReport()
+        self.server_name = "MCP server"
+
+    async def __call__(
+        self, context: ClientRequestContext, params: ElicitRequestFormParams | ElicitRequestURLParams
+    ) -> ElicitResult | ErrorData:
+        calls = self.calls.candidates()
+        task = asyncio.current_task()
+        for call in calls:
+            if task is not None:
+                call.asking.add(task)
+        try:
+            client = self._client_to_ask(calls, params)
+            if client is not None:
+                return await client.session.send_request(
+                    ElicitRequest(params=params),
+                    ElicitResult,
+                    metadata=ServerMessageMetadata(related_request_id=client.request_id),
+                )
+            async with self._keeping_alive(calls, params.message):
+                return await self._ask_gateway(params, calls[0].tool if len(calls) == 1 else None)
+        finally:
+            for call in calls:
+                call.asking.discard(task)  # type: ignore[arg-type]
+
+    def _client_to_ask(
+        self, calls: list[Call], params: ElicitRequestFormParams | ElicitRequestURLParams
+    ) -> Call | None:
+        """With ``--answer-with client``: the call whose client declared it can answer this kind of
+        elicitation on a connection that can carry the request (the 2025-11-25 era), else ``None``."""
+        if self.answer_with != "client" or len(calls) != 1:
+            return None
+        call = calls[0]
+        capabilities = call.session.client_capabilities
+        elicitation = capabilities.elicitation if capabilities is not None else None
+        if elicitation is None or not call.session.can_send_request:
+            return None
+        if isinstance(params, ElicitRequestURLParams):
+            return call if elicitation.url is not None else None
+        # A bare {} (the 2025-06-18 form) means form elicitation.
+        return call if elicitation.form is not None or elicitation.url is None else None
+
+    async def _ask_gateway(
+        self, params: ElicitRequestFormParams | ElicitRequestURLParams, tool: str | None
+    ) -> ElicitResult | ErrorData:
+        who = f"{self.server_name} · {tool}" if tool else self.server_name
+        form = _as_form(params, who)
+        try:
+            result = await self.gateway.elicit(form)
+        except GatewayRefused as error:
+            if error.status in (401, 403):
+                self.faults.fault(
+                    f"the gateway at {self.gateway.url} refused the token ({error.status}): "
+                    "the upstream's questions are answered cancel (set GATEWAY_TOOL_TOKEN or --token)"
+                )
+                return ElicitResult(action="cancel")
+            if error.status in (413, 429):
+                self.faults.fault(
+                    f"the gateway could not take a question now: {error.message}; answered cancel"
+                )
+                return ElicitResult(action="cancel")
+            self.faults.fault(f"the gateway refused a question of {who}: {error.message}")
+            return ErrorData(
+                code=INVALID_PARAMS, message=f"Elicitation Gateway refused the question: {error.message}"
+            )
+        except (GatewayUnavailable, ElicitationLost) as error:
+            self.faults.fault(
+                f"{error.message}; the upstream's questions are answered cancel until it is back"
+            )
+            return ElicitResult(action="cancel")
+        except GatewayError as error:
+            self.faults.fault(f"{error.message}; answered cancel")
+            return ElicitResult(action="cancel")
+        self.faults.recovered()
+        if isinstance(params, ElicitRequestURLParams):
+            return ElicitResult(action=result.action)
+        return result
+
+    @contextlib.asynccontextmanager
+    async def _keeping_alive(self, calls: list[Call], message: str) -> Any:
+        beats = [call.progress for call in calls if call.progress is not None]
+        if not beats or self.progress_interval <= 0:
+            yield
+            return
+
+        async def beat() -> None:
+            while True:
+                await asyncio.sleep(self.progress_interval)
+                for progress in beats:
+                    await progress.waiting(f"{WAITING}: {message}"[:200])
+
+        task = asyncio.get_running_loop().create_task(beat())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+def _as_form(params: ElicitRequestFormParams | ElicitRequestURLParams, who: str) -> ElicitRequestFormParams:
+    """The gateway's question: the upstream's message, prefixed with who asks. A URL-mode elicitation
+    becomes one yes/no question that shows the link: the person opens it and confirms."""
+    if isinstance(params, ElicitRequestURLParams):
+        schema = {
+            "type": "object",
+            "properties": {
+                "done": {
+                    "type": "boolean",
+                    "title": f"Open {params.url} and finish there",
+                    "description": "Confirm once done; decline to refuse.",
+                    "default": True,
+                }
+            },
+        }
+        return ElicitRequestFormParams(
+            message=f"{who}: {params.message}\n{params.url}", requested_schema=schema
+        )
+    return ElicitRequestFormParams(
+        message=f"{who}: {params.message}", requested_schema=params.requested_schema, _meta=params.meta
+    )

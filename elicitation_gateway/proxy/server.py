@@ -1,0 +1,227 @@
+"""The stdio MCP server the client talks to: the upstream's own, forwarded unchanged.
+
+It says it is the upstream (its ``serverInfo``, instructions and capabilities), lists and calls what the
+upstream offers, and relays progress and list-changed notifications. Only elicitation differs: the
+upstream asks the proxy, and the proxy asks a person (:mod:`.asking`). Upstream errors reach the client
+as they were sent; when the upstream is gone, every request gets an error that says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+import anyio
+import mcp_types as types
+from mcp.client import Client
+from mcp.client.session import IncomingMessage
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.session import ServerSession
+from mcp.shared.exceptions import MCPError
+
+from elicitation_gateway.proxy.asking import Call, Calls, Progress
+
+T = TypeVar("T")
+_GONE = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, ConnectionError, EOFError)
+
+
+class UpstreamGone(MCPError):
+    """The upstream's connection closed: its process exited, or its URL stopped answering."""
+
+
+class Forwarder:
+    """The handlers of the proxy's server, each forwarding to ``upstream``."""
+
+    def __init__(self, upstream: Client, calls: Calls, upstream_name: str) -> None:
+        self.upstream = upstream
+        self.calls = calls
+        self.upstream_name = upstream_name
+        self.downstream: ServerSession | None = None
+        self.gone: str | None = None
+        # Results go to the client as the upstream sent them; checking them is the client's part.
+        self.upstream.session.validate_tool_result = _unchecked  # type: ignore[method-assign]
+
+    async def _forward(self, ctx: ServerRequestContext[Any], request: Awaitable[T]) -> T:
+        self.downstream = ctx.session
+        if self.gone is not None:
+            close = getattr(request, "close", None)
+            if close is not None:
+                close()
+            raise UpstreamGone(types.INTERNAL_ERROR, self.gone)
+        try:
+            return await request
+        except MCPError as error:
+            if error.code == types.CONNECTION_CLOSED:
+                raise self._went_away(str(error)) from error
+            raise
+        except _GONE as error:
+            raise self._went_away(type(error).__name__) from error
+
+    def _went_away(self, why: str) -> UpstreamGone:
+        self.gone = f"the upstream MCP server {self.upstream_name} is gone (its connection closed: {why})"
+        return UpstreamGone(types.INTERNAL_ERROR, self.gone)
+
+    # -- tools ---------------------------------------------------------------------------------
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> Any:
+        return await self._forward(ctx, self.upstream.session.list_tools(params=_paginated(ctx, params)))
+
+    async def call_tool(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
+        token = (ctx.meta or {}).get("progress_token", (ctx.meta or {}).get("progressToken"))
+        meta = _forwarded_meta(ctx.meta)
+        progress = Progress(ctx.session, token, ctx.request_id) if token is not None else None
+        call = Call(params.name, ctx.session, ctx.request_id, progress)
+        with self.calls.running(call):
+            try:
+                return await self._forward(
+                    ctx,
+                    self.upstream.call_tool(
+                        params.name,
+                        params.arguments,
+                        progress_callback=progress.relay if progress is not None else None,
+                        meta=meta,
+                    ),
+                )
+            except (MCPError, anyio.get_cancelled_exc_class()):
+                raise
+            except Exception as error:  # the SDK's own refusals: too many rounds, a bad result
+                raise MCPError(types.INTERNAL_ERROR, f"{self.upstream_name}: {error}") from error
+
+    # -- prompts, resources, completion ----------------------------------------------------------
+
+    async def list_prompts(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> Any:
+        return await self._forward(ctx, self.upstream.session.list_prompts(params=_paginated(ctx, params)))
+
+    async def get_prompt(self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> Any:
+        return await self._forward(
+            ctx, self.upstream.get_prompt(params.name, params.arguments, meta=_forwarded_meta(ctx.meta))
+        )
+
+    async def list_resources(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> Any:
+        return await self._forward(ctx, self.upstream.session.list_resources(params=_paginated(ctx, params)))
+
+    async def list_resource_templates(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> Any:
+        return await self._forward(
+            ctx, self.upstream.session.list_resource_templates(params=_paginated(ctx, params))
+        )
+
+    async def read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> Any:
+        return await self._forward(
+            ctx, self.upstream.read_resource(str(params.uri), meta=_forwarded_meta(ctx.meta))
+        )
+
+    async def subscribe_resource(
+        self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
+    ) -> Any:
+        return await self._forward(ctx, self.upstream.subscribe_resource(str(params.uri)))
+
+    async def unsubscribe_resource(
+        self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
+    ) -> Any:
+        return await self._forward(ctx, self.upstream.unsubscribe_resource(str(params.uri)))
+
+    async def complete(self, ctx: ServerRequestContext[Any], params: types.CompleteRequestParams) -> Any:
+        return await self._forward(
+            ctx,
+            self.upstream.complete(
+                params.ref,
+                {"name": params.argument.name, "value": params.argument.value},
+                params.context.arguments if params.context is not None else None,
+            ),
+        )
+
+    # -- the upstream's notifications ------------------------------------------------------------
+
+    async def relay_notification(self, message: IncomingMessage) -> None:
+        """The upstream's list-changed and resource-updated notifications, passed to the client."""
+        downstream = self.downstream
+        if downstream is None or isinstance(message, Exception):
+            return
+        notification = getattr(message, "root", message)
+        if isinstance(
+            notification,
+            types.ToolListChangedNotification
+            | types.PromptListChangedNotification
+            | types.ResourceListChangedNotification
+            | types.ResourceUpdatedNotification,
+        ):
+            with contextlib.suppress(Exception):
+                await downstream.send_notification(notification)
+
+
+def _forwarded_meta(meta: Any) -> Any:
+    """The client's ``_meta`` for the upstream: without the progress token (the proxy's connection to
+    the upstream has its own) and the protocol's reserved keys (they describe the client's connection,
+    not the proxy's)."""
+    kept = {
+        key: value
+        for key, value in (meta or {}).items()
+        if key not in ("progress_token", "progressToken") and not key.startswith("io.modelcontextprotocol/")
+    }
+    return kept or None
+
+
+def _paginated(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.PaginatedRequestParams | None:
+    meta = _forwarded_meta(ctx.meta)
+    if params is None and meta is None:
+        return None
+    return types.PaginatedRequestParams(cursor=params.cursor if params else None, _meta=meta)
+
+
+async def _unchecked(name: str, result: types.CallToolResult) -> None:
+    return None
+
+
+def build_server(forwarder: Forwarder) -> tuple[Server[Any], NotificationOptions]:
+    """A server that offers what the upstream offers, under the upstream's name."""
+    upstream = forwarder.upstream
+    capabilities = upstream.server_capabilities
+    handlers: dict[str, Any] = {}
+    if capabilities.tools is not None:
+        handlers.update(on_list_tools=forwarder.list_tools, on_call_tool=forwarder.call_tool)
+    if capabilities.prompts is not None:
+        handlers.update(on_list_prompts=forwarder.list_prompts, on_get_prompt=forwarder.get_prompt)
+    if capabilities.resources is not None:
+        handlers.update(
+            on_list_resources=forwarder.list_resources,
+            on_list_resource_templates=forwarder.list_resource_templates,
+            on_read_resource=forwarder.read_resource,
+        )
+        if capabilities.resources.subscribe:
+            handlers.update(
+                on_subscribe_resource=forwarder.subscribe_resource,
+                on_unsubscribe_resource=forwarder.unsubscribe_resource,
+            )
+    if capabilities.completions is not None:
+        handlers.update(on_completion=forwarder.complete)
+    info = upstream.server_info or types.Implementation(name=forwarder.upstream_name, version="")
+    server: Server[Any] = Server(
+        info.name,
+        version=info.version,
+        title=info.title,
+        description=info.description,
+        instructions=upstream.instructions,
+        website_url=info.website_url,
+        icons=info.icons,
+        **handlers,
+    )
+    notifications = NotificationOptions(
+        prompts_changed=bool(capabilities.prompts and capabilities.prompts.list_changed),
+        resources_changed=bool(capabilities.resources and capabilities.resources.list_changed),
+        tools_changed=bool(capabilities.tools and capabilities.tools.list_changed),
+    )
+    return server, notifications

@@ -1,0 +1,102 @@
+"""Connecting to the upstream MCP server.
+
+A push-style ``ctx.elicit`` reaches a client only on a 2025-11-25 connection: the 2026-07-28 era has
+no server-initiated requests over stdio, and a resolver's ``InputRequiredResult`` becomes a plain
+``elicitation/create`` on the older era. So the proxy speaks 2025-11-25 to the upstream unless told
+otherwise, and falls back to negotiating (``auto``) only when the upstream refuses the handshake.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx2
+from mcp import StdioServerParameters
+from mcp.client import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import Implementation
+
+from elicitation_gateway import __version__
+
+Era = Literal["legacy", "modern", "auto"]
+"""``legacy``: 2025-11-25 (push-style questions and resolvers both reach the proxy); ``modern``:
+2026-07-28 (resolvers only); ``auto``: legacy first, the upstream's choice if it refuses."""
+
+MODERN_VERSION = "2026-07-28"
+CLIENT_INFO = Implementation(
+    name="elicitation-gateway-proxy", title="Elicitation Gateway proxy", version=__version__
+)
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where the upstream is: a command to start (``command``) or a Streamable HTTP ``url``."""
+
+    command: list[str] = field(default_factory=list)
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] | None = None
+
+    def describe(self) -> str:
+        return self.url or " ".join(self.command)
+
+    def transport(self) -> Any:
+        """The ``mcp`` client's transport for this upstream, made anew for each connection attempt."""
+        if self.url is not None:
+            # No read timeout: a question's answer may be an hour away, and the upstream's stream is
+            # silent while it waits for it (the SDK's default gives up after 300 s).
+            http = create_mcp_http_client(headers=dict(self.headers), timeout=httpx2.Timeout(30.0, read=None))
+            return streamable_http_client(self.url, http_client=http)
+        # The child gets the proxy's whole environment (the SDK's default is a few variables): an
+        # upstream configured with API keys in the client's "env" must still see them.
+        environment = dict(os.environ if self.env is None else self.env)
+        parameters = StdioServerParameters(command=self.command[0], args=self.command[1:], env=environment)
+        from mcp.client.stdio import stdio_client
+
+        return stdio_client(parameters)
+
+
+class UpstreamFailed(Exception):
+    """The upstream could not be started or reached, or refused the handshake."""
+
+
+@contextlib.asynccontextmanager
+async def connect(upstream: Upstream, era: Era, **options: Any) -> AsyncIterator[Client]:
+    """A connected ``Client`` for ``upstream``; ``options`` are ``Client``'s (callbacks)."""
+    modes: list[str] = {"legacy": ["legacy"], "modern": [MODERN_VERSION], "auto": ["legacy", "auto"]}[era]
+    failure: BaseException | None = None
+    for mode in modes:
+        client = Client(
+            upstream.transport(),
+            mode=mode,  # type: ignore[arg-type]
+            client_info=CLIENT_INFO,
+            cache=None,  # every listing comes fresh from the upstream, as it would without the proxy
+            **options,
+        )
+        try:
+            await client.__aenter__()
+        except MCPError as error:  # a handshake refused: perhaps a server of the newer era only
+            failure = error
+            continue
+        except Exception as error:
+            raise UpstreamFailed(_failure(upstream, error)) from error
+        try:
+            yield client
+        finally:
+            with contextlib.suppress(Exception):
+                await client.__aexit__(None, None, None)
+        return
+    raise UpstreamFailed(_failure(upstream, failure))
+
+
+def _failure(upstream: Upstream, error: BaseException | None) -> str:
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    what = f"{type(error).__name__}: {error}" if error is not None else "no answer"
+    return f"cannot connect to the upstream MCP server ({upstream.describe()}): {what}"

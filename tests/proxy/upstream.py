@@ -1,0 +1,111 @@
+"""The upstream MCP server the proxy's tests put behind the gateway, written with the ``mcp`` package as
+any server author would write it: a tool that asks nobody, one that asks mid-call with ``ctx.elicit``
+(push-style), one that asks through a ``Resolve(Elicit(...))`` resolver (an ``InputRequiredResult`` in
+the 2026-07-28 era), and a prompt, a resource and a failing tool to show the proxy is transparent.
+
+``python -m tests.proxy.upstream`` serves it over stdio; ``--http PORT`` over Streamable HTTP at
+``/mcp``; ``--crash-on NAME`` exits the process in the middle of that tool.
+"""
+
+import argparse
+import os
+from typing import Annotated
+
+from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.resolve import Elicit, Resolve
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+NAME = "Excavator Service"
+ORDER_MESSAGE = "Confirm the spare-part order"
+REGION_MESSAGE = "Where should the machine be delivered?"
+
+
+class Order(BaseModel):
+    part: str = Field(title="Part", json_schema_extra={"enum": ["bucket", "track", "hose"]})
+    quantity: int = Field(title="Quantity", ge=1, le=50)
+    express: bool = Field(False, title="Express delivery")
+
+
+class Region(BaseModel):
+    region: str = Field(title="Region", json_schema_extra={"enum": ["eu-west", "us-east"]})
+
+
+class Quote(BaseModel):
+    total: float
+    currency: str
+
+
+def build(crash_on: str | None = None) -> MCPServer:
+    server = MCPServer(NAME, title="Excavator Service (spare parts)", instructions="Orders spare parts.")
+
+    def maybe_crash(tool: str) -> None:
+        if crash_on == tool:
+            os._exit(3)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True, title="Price of a part"))
+    async def quote(part: str, quantity: int = 1) -> Quote:
+        """The price of ``quantity`` of ``part``: asks nobody."""
+        return Quote(total=12.5 * quantity, currency="EUR")
+
+    @server.tool()
+    async def slow_count(steps: int, ctx: Context) -> str:
+        """Counts to ``steps``, reporting progress on the way."""
+        for step in range(1, steps + 1):
+            await ctx.report_progress(step, steps, f"step {step}")
+        return f"counted to {steps}"
+
+    @server.tool()
+    async def fail(reason: str) -> str:
+        """Always fails, with ``reason``."""
+        raise ToolError(f"refused: {reason}")
+
+    @server.tool()
+    async def order_part(ctx: Context) -> str:
+        """Orders a part after asking the person (``ctx.elicit`` mid-call)."""
+        maybe_crash("order_part")
+        outcome = await ctx.elicit(ORDER_MESSAGE, Order)
+        if isinstance(outcome, AcceptedElicitation):
+            order = outcome.data
+            return f"ordered {order.quantity} {order.part} (express: {order.express})"
+        return f"no order: {outcome.action}"
+
+    async def ask_region() -> Elicit[Region]:
+        return Elicit(REGION_MESSAGE, Region)
+
+    @server.tool()
+    async def deliver(machine: str, region: Annotated[ElicitationResult[Region], Resolve(ask_region)]) -> str:
+        """Delivers ``machine`` where the person says (a resolver asks)."""
+        if isinstance(region, AcceptedElicitation):
+            return f"{machine} goes to {region.data.region}"
+        return f"{machine} stays: {region.action}"
+
+    @server.prompt(title="Inspection checklist")
+    def checklist(machine: str) -> str:
+        """A checklist prompt for ``machine``."""
+        return f"Inspect the {machine}: tracks, hoses, bucket teeth."
+
+    @server.resource("parts://catalogue", mime_type="text/plain")
+    def catalogue() -> str:
+        """The parts catalogue."""
+        return "bucket, track, hose"
+
+    return server
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http", type=int, metavar="PORT")
+    parser.add_argument("--crash-on", metavar="TOOL")
+    args = parser.parse_args()
+    server = build(args.crash_on)
+    if args.http:
+        server.run("streamable-http", host="127.0.0.1", port=args.http)
+    else:
+        server.run("stdio")
+
+
+if __name__ == "__main__":
+    main()
