@@ -21,6 +21,9 @@ from pydantic import BaseModel, Field
 NAME = "Excavator Service"
 ORDER_MESSAGE = "Confirm the spare-part order"
 REGION_MESSAGE = "Where should the machine be delivered?"
+SHIFT_MESSAGE = "Plan the operator's shift"
+LINK_MESSAGE = "Sign in to the parts portal"
+LINK_URL = "https://parts.example.com/sign-in?session=1"
 
 
 class Order(BaseModel):
@@ -31,6 +34,11 @@ class Order(BaseModel):
 
 class Region(BaseModel):
     region: str = Field(title="Region", json_schema_extra={"enum": ["eu-west", "us-east"]})
+
+
+class Shift(BaseModel):
+    hours: int = Field(8, title="Hours", ge=1, le=12)
+    night: bool = Field(False, title="Night shift")
 
 
 class Quote(BaseModel):
@@ -71,6 +79,20 @@ def build(crash_on: str | None = None) -> MCPServer:
             order = outcome.data
             return f"ordered {order.quantity} {order.part} (express: {order.express})"
         return f"no order: {outcome.action}"
+
+    @server.tool()
+    async def plan_shift(ctx: Context) -> str:
+        """Plans a shift: every answer has a default."""
+        outcome = await ctx.elicit(SHIFT_MESSAGE, Shift)
+        if isinstance(outcome, AcceptedElicitation):
+            return f"shift of {outcome.data.hours} hours (night: {outcome.data.night})"
+        return f"no shift: {outcome.action}"
+
+    @server.tool()
+    async def link_account(ctx: Context) -> str:
+        """Asks the person to sign in on a web page (URL mode)."""
+        outcome = await ctx.elicit_url(LINK_MESSAGE, LINK_URL, "link-1")
+        return f"link: {outcome.action}"
 
     async def ask_region() -> Elicit[Region]:
         return Elicit(REGION_MESSAGE, Region)
