@@ -85,7 +85,7 @@ class Call:
     session: ServerSession
     request_id: RequestId | None
     progress: Progress | None
-    asking: set[asyncio.Task[Any]] = field(default_factory=set)
+    asking: set[asyncio.Future[Any]] = field(default_factory=set)
 
 
 _current_call: contextvars.ContextVar[Call | None] = contextvars.ContextVar("proxy_call", default=None)
@@ -159,23 +159,34 @@ class Asker:
         self, context: ClientRequestContext, params: ElicitRequestFormParams | ElicitRequestURLParams
     ) -> ElicitResult | ErrorData:
         calls = self.calls.candidates()
-        task = asyncio.current_task()
+        # The asking runs in a task of its own, which a call that ends withdraws: the callback itself
+        # runs on the SDK's task for the upstream connection, which is not the proxy's to cancel.
+        asking = asyncio.ensure_future(self._answer(calls, params))
         for call in calls:
-            if task is not None:
-                call.asking.add(task)
+            call.asking.add(asking)
         try:
-            client = self._client_to_ask(calls, params)
-            if client is not None:
-                return await client.session.send_request(
-                    ElicitRequest(params=params),
-                    ElicitResult,
-                    metadata=ServerMessageMetadata(related_request_id=client.request_id),
-                )
-            async with self._keeping_alive(calls, params.message):
-                return await self._ask_gateway(params, calls[0].tool if len(calls) == 1 else None)
+            return await asking
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # the upstream withdrew its question
+            return ElicitResult(action="cancel")  # the client's call ended: nobody waits for an answer
         finally:
             for call in calls:
-                call.asking.discard(task)  # type: ignore[arg-type]
+                call.asking.discard(asking)
+
+    async def _answer(
+        self, calls: list[Call], params: ElicitRequestFormParams | ElicitRequestURLParams
+    ) -> ElicitResult | ErrorData:
+        client = self._client_to_ask(calls, params)
+        if client is not None:
+            return await client.session.send_request(
+                ElicitRequest(params=params),
+                ElicitResult,
+                metadata=ServerMessageMetadata(related_request_id=client.request_id),
+            )
+        async with self._keeping_alive(calls, params.message):
+            return await self._ask_gateway(params, calls[0].tool if len(calls) == 1 else None)
 
     def _client_to_ask(
         self, calls: list[Call], params: ElicitRequestFormParams | ElicitRequestURLParams

@@ -12,7 +12,7 @@ from mcp.server.stdio import stdio_server
 from elicitation_gateway.client import DEFAULT_URL, GatewayClient
 from elicitation_gateway.proxy.asking import Asker, Calls, FaultReport
 from elicitation_gateway.proxy.server import Forwarder, build_server
-from elicitation_gateway.proxy.upstream import Upstream, UpstreamFailed, connect
+from elicitation_gateway.proxy.upstream import Upstream, UpstreamFailed, held
 
 PROG = "elicitation-gateway proxy"
 USAGE = f"""\
@@ -145,9 +145,13 @@ async def serve(args: argparse.Namespace, upstream: Upstream) -> int:
             if forwarder is not None:
                 await forwarder.relay_notification(message)  # type: ignore[arg-type]
 
+        def failed(why: str) -> None:
+            if forwarder is not None:
+                forwarder.upstream_failed(why)
+
         try:
-            async with connect(
-                upstream, args.upstream_era, elicitation_callback=asker, message_handler=relay
+            async with held(
+                upstream, args.upstream_era, failed, elicitation_callback=asker, message_handler=relay
             ) as client:
                 info = client.server_info
                 name = info.name if info is not None else upstream.describe()

@@ -8,8 +8,9 @@ as they were sent; when the upstream is gone, every request gets an error that s
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Awaitable
+from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 import anyio
@@ -40,18 +41,32 @@ class Forwarder:
         self.upstream_name = upstream_name
         self.downstream: ServerSession | None = None
         self.gone: str | None = None
+        self._failure = asyncio.Event()
         # Results go to the client as the upstream sent them; checking them is the client's part.
         self.upstream.session.validate_tool_result = _unchecked  # type: ignore[method-assign]
 
-    async def _forward(self, ctx: ServerRequestContext[Any], request: Awaitable[T]) -> T:
+    async def _forward(self, ctx: ServerRequestContext[Any], request: Coroutine[Any, Any, T]) -> T:
         self.downstream = ctx.session
         if self.gone is not None:
-            close = getattr(request, "close", None)
-            if close is not None:
-                close()
+            request.close()
             raise UpstreamGone(types.INTERNAL_ERROR, self.gone)
+        # On a task of its own: once an HTTP upstream has failed, the SDK's client never answers, and
+        # does not even finish being cancelled (it waits to tell the upstream), so the proxy stops
+        # waiting for it instead.
+        forwarded = asyncio.ensure_future(request)
+        failure = asyncio.ensure_future(self._failure.wait())
         try:
-            return await request
+            await asyncio.wait({forwarded, failure}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            forwarded.cancel()
+            raise
+        finally:
+            failure.cancel()
+        if not forwarded.done():
+            forwarded.cancel()
+            raise UpstreamGone(types.INTERNAL_ERROR, self.gone or "the upstream MCP server failed")
+        try:
+            return forwarded.result()
         except MCPError as error:
             if error.code == types.CONNECTION_CLOSED:
                 raise self._went_away(str(error)) from error
@@ -60,8 +75,16 @@ class Forwarder:
             raise self._went_away(type(error).__name__) from error
 
     def _went_away(self, why: str) -> UpstreamGone:
-        self.gone = f"the upstream MCP server {self.upstream_name} is gone (its connection closed: {why})"
+        self.upstream_failed(f"its connection closed ({why})")
         return UpstreamGone(types.INTERNAL_ERROR, self.gone)
+
+    def upstream_failed(self, why: str) -> None:
+        """The connection to the upstream broke (its process exited, an exchange with its URL failed).
+        The SDK's client sends nothing more then, and may never answer what is in flight: every request
+        ends now, with an error that says why."""
+        if self.gone is None:
+            self.gone = f"the upstream MCP server {self.upstream_name} is gone: {why}"
+        self._failure.set()
 
     # -- tools ---------------------------------------------------------------------------------
 

@@ -8,9 +8,10 @@ otherwise, and falls back to negotiating (``auto``) only when the upstream refus
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -18,7 +19,6 @@ import httpx2
 from mcp import StdioServerParameters
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import Implementation
 
@@ -46,12 +46,17 @@ class Upstream:
     def describe(self) -> str:
         return self.url or " ".join(self.command)
 
-    def transport(self) -> Any:
-        """The ``mcp`` client's transport for this upstream, made anew for each connection attempt."""
+    def transport(self, on_failure: Callable[[Exception], None] | None = None) -> Any:
+        """The ``mcp`` client's transport for this upstream, made anew for each connection attempt.
+        ``on_failure`` hears of each failed HTTP exchange with the upstream."""
         if self.url is not None:
             # No read timeout: a question's answer may be an hour away, and the upstream's stream is
             # silent while it waits for it (the SDK's default gives up after 300 s).
-            http = create_mcp_http_client(headers=dict(self.headers), timeout=httpx2.Timeout(30.0, read=None))
+            http = httpx2.AsyncClient(
+                headers=dict(self.headers),
+                timeout=httpx2.Timeout(30.0, read=None),
+                transport=_Watched(httpx2.AsyncHTTPTransport(), on_failure),
+            )
             return streamable_http_client(self.url, http_client=http)
         # The child gets the proxy's whole environment (the SDK's default is a few variables): an
         # upstream configured with API keys in the client's "env" must still see them.
@@ -62,18 +67,42 @@ class Upstream:
         return stdio_client(parameters)
 
 
+class _Watched(httpx2.AsyncBaseTransport):
+    """Tells of failed exchanges: the SDK's Streamable HTTP client leaves a request whose POST failed
+    (the upstream down, its connection reset) waiting for ever, so the proxy ends such requests itself."""
+
+    def __init__(
+        self, inner: httpx2.AsyncBaseTransport, on_failure: Callable[[Exception], None] | None
+    ) -> None:
+        self.inner = inner
+        self.on_failure = on_failure
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            return await self.inner.handle_async_request(request)
+        except httpx2.TransportError as error:
+            if self.on_failure is not None:
+                self.on_failure(error)
+            raise
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
 class UpstreamFailed(Exception):
     """The upstream could not be started or reached, or refused the handshake."""
 
 
 @contextlib.asynccontextmanager
-async def connect(upstream: Upstream, era: Era, **options: Any) -> AsyncIterator[Client]:
+async def connect(
+    upstream: Upstream, era: Era, on_failure: Callable[[Exception], None] | None = None, **options: Any
+) -> AsyncIterator[Client]:
     """A connected ``Client`` for ``upstream``; ``options`` are ``Client``'s (callbacks)."""
     modes: list[str] = {"legacy": ["legacy"], "modern": [MODERN_VERSION], "auto": ["legacy", "auto"]}[era]
     failure: BaseException | None = None
     for mode in modes:
         client = Client(
-            upstream.transport(),
+            upstream.transport(on_failure),
             mode=mode,  # type: ignore[arg-type]
             client_info=CLIENT_INFO,
             cache=None,  # every listing comes fresh from the upstream, as it would without the proxy
@@ -95,8 +124,56 @@ async def connect(upstream: Upstream, era: Era, **options: Any) -> AsyncIterator
     raise UpstreamFailed(_failure(upstream, failure))
 
 
-def _failure(upstream: Upstream, error: BaseException | None) -> str:
+@contextlib.asynccontextmanager
+async def held(
+    upstream: Upstream, era: Era, on_failure: Callable[[str], None], **options: Any
+) -> AsyncIterator[Client]:
+    """:func:`connect`, held open by a task of its own. The SDK's client ends a broken connection by
+    cancelling the task that opened it: that must not be the task that serves the proxy's client.
+    ``on_failure`` hears why, when the connection breaks while in use."""
+    ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+    release = asyncio.Event()
+
+    def watched(error: Exception) -> None:
+        on_failure(f"{type(error).__name__}: {error}")
+
+    async def hold() -> None:
+        try:
+            async with connect(upstream, era, watched, **options) as client:
+                ready.set_result(client)
+                await release.wait()
+        except BaseException as error:
+            if not ready.done():
+                ready.set_exception(
+                    error if isinstance(error, UpstreamFailed) else UpstreamFailed(_failure(upstream, error))
+                )
+            elif not release.is_set():
+                on_failure(_reason(error))
+            if not isinstance(error, Exception):
+                raise
+
+    holder = asyncio.get_running_loop().create_task(hold())
+    try:
+        client = await asyncio.shield(ready)
+    except BaseException:
+        holder.cancel()
+        raise
+    try:
+        yield client
+    finally:
+        release.set()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(holder, 10)
+
+
+def _reason(error: BaseException) -> str:
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
-    what = f"{type(error).__name__}: {error}" if error is not None else "no answer"
+    if isinstance(error, asyncio.CancelledError):
+        return "its connection ended"
+    return f"{type(error).__name__}: {error}"
+
+
+def _failure(upstream: Upstream, error: BaseException | None) -> str:
+    what = _reason(error) if error is not None else "no answer"
     return f"cannot connect to the upstream MCP server ({upstream.describe()}): {what}"

@@ -1,0 +1,292 @@
+"""``elicitation-gateway proxy`` with a real ``mcp`` client that has no elicitation callback, in both
+protocol eras, in front of a real upstream over stdio and over Streamable HTTP, while a person answers
+over the gateway's HTTP API."""
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcp.client import Client
+from mcp.shared.exceptions import MCPError
+from mcp_types import ElicitResult
+
+from tests.conftest import RunningServer
+from tests.helpers import until
+from tests.proxy.conftest import DIRECTORY, UPSTREAM, WHO, HttpUpstream, Proxy, nothing_pending, question
+from tests.proxy.upstream import LINK_MESSAGE, LINK_URL, ORDER_MESSAGE, REGION_MESSAGE
+
+pytestmark = pytest.mark.timeout(120)
+ERAS = ["legacy", "2026-07-28"]
+
+
+@pytest.fixture(params=["stdio", "http"])
+def upstream(request: pytest.FixtureRequest, http_upstream: Callable[..., HttpUpstream]) -> list[str] | str:
+    """The upstream as the proxy is told of it: a command, or a URL."""
+    return UPSTREAM if request.param == "stdio" else http_upstream().url
+
+
+async def progress_of(
+    client: Client, name: str, arguments: dict[str, Any], count: int
+) -> list[tuple[float, float | None, str | None]]:
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        seen.append((value, total, message))
+
+    await client.call_tool(name, arguments, progress_callback=progress)
+    await until(lambda: len(seen) == count, what="the upstream's progress")
+    return seen
+
+
+async def counts(gateway: httpx.AsyncClient) -> tuple[float, float]:
+    """The gateway's questions asked and answered so far, from ``/metrics``."""
+    metrics = (await gateway.get("/metrics")).text
+    asked = re.search(r"^gateway_elicitations_asked_total (\S+)$", metrics, re.MULTILINE)
+    answered = re.search(
+        r'^gateway_elicitations_finished_total\{outcome="answered"\} (\S+)$', metrics, re.MULTILINE
+    )
+    return float(asked[1]) if asked else 0.0, float(answered[1]) if answered else 0.0
+
+
+def text(result: Any) -> str:
+    assert not result.is_error, result
+    return result.content[0].text
+
+
+async def test_what_the_upstream_offers_passes_through_unchanged(
+    server: RunningServer, proxy: Proxy, upstream: list[str] | str
+):
+    direct_target = upstream if isinstance(upstream, str) else None
+    for era in ERAS:
+        async with proxy.client(server.url, era=era, upstream=upstream) as through:
+            if direct_target is None:
+                from mcp import StdioServerParameters
+
+                direct_target = StdioServerParameters(
+                    command=UPSTREAM[0], args=UPSTREAM[1:], cwd=proxy.parameters("x").cwd
+                )
+            async with Client(direct_target, mode=era) as direct:
+                assert through.server_info == direct.server_info
+                assert through.instructions == direct.instructions
+                assert (await through.list_tools()).tools == (await direct.list_tools()).tools
+                assert (await through.list_prompts()).prompts == (await direct.list_prompts()).prompts
+                assert (await through.list_resources()).resources == (await direct.list_resources()).resources
+                quote = {"part": "hose", "quantity": 2}
+                assert await through.call_tool("quote", quote) == await direct.call_tool("quote", quote)
+                failed = await through.call_tool("fail", {"reason": "no stock"})
+                assert failed == await direct.call_tool("fail", {"reason": "no stock"})
+                assert failed.is_error
+                prompt = await through.get_prompt("checklist", {"machine": "SY215C"})
+                assert (
+                    prompt.messages == (await direct.get_prompt("checklist", {"machine": "SY215C"})).messages
+                )
+                read = await through.read_resource("parts://catalogue")
+                assert read.contents == (await direct.read_resource("parts://catalogue")).contents
+
+                seen = await progress_of(through, "slow_count", {"steps": 3}, count=3)
+                assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+    assert (await httpx.AsyncClient(base_url=server.url).get("/question")).json() == []
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_push_and_resolver_questions_are_asked_once_each_and_answered_with_typed_content(
+    server: RunningServer, proxy: Proxy, upstream: list[str] | str, era: str
+):
+    async with (
+        proxy.client(server.url, era=era, upstream=upstream) as client,
+        httpx.AsyncClient(base_url=server.url, timeout=10) as gateway,
+    ):
+        before = await counts(gateway)
+        async with anyio.create_task_group() as tasks:
+            results: dict[str, str] = {}
+
+            async def call(name: str, arguments: dict[str, Any]) -> None:
+                results[name] = text(await client.call_tool(name, arguments))
+
+            tasks.start_soon(call, "order_part", {})
+            asked = await question(gateway)
+            assert asked["questions"][0]["question"].startswith(f"{WHO} · order_part: {ORDER_MESSAGE}")
+            await gateway.post(f"/question/{asked['id']}/reply", json={"answers": [["hose"], ["2"], ["Yes"]]})
+            await until(lambda: "order_part" in results, timeout=20, what="the tool's result")
+
+            tasks.start_soon(call, "deliver", {"machine": "SY215C"})
+            asked = await question(gateway)
+            assert asked["questions"][0]["question"].startswith(f"{WHO} · deliver: {REGION_MESSAGE}")
+            await gateway.post(f"/question/{asked['id']}/reply", json={"answers": [["us-east"]]})
+        assert results == {
+            "order_part": "ordered 2 hose (express: True)",
+            "deliver": "SY215C goes to us-east",
+        }
+        await nothing_pending(gateway)
+        assert await counts(gateway) == (before[0] + 2, before[1] + 2)  # each question asked once
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_decline_dismiss_and_expiry_reach_the_upstream_as_it_expects(
+    server: RunningServer, proxy: Proxy, era: str
+):
+    async with (
+        proxy.client(server.url, era=era) as client,
+        httpx.AsyncClient(base_url=server.url, timeout=10) as gateway,
+    ):
+        results: list[str] = []
+
+        async def call() -> None:
+            results.append(text(await client.call_tool("order_part", {})))
+
+        for body in ({"action": "decline"}, None):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(call)
+                asked = await question(gateway)
+                await gateway.post(f"/question/{asked['id']}/reject", json=body)
+        assert results == ["no order: decline", "no order: cancel"]
+    async with proxy.client(server.url, "--timeout", "1", era=era) as client:
+        assert text(await client.call_tool("order_part", {})) == "no order: cancel"
+    async with proxy.client(server.url, "--timeout", "1", "--on-timeout", "default", era=era) as client:
+        assert text(await client.call_tool("plan_shift", {})) == "shift of 8 hours (night: False)"
+    async with httpx.AsyncClient(base_url=server.url) as gateway:
+        await nothing_pending(gateway)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_call_the_client_cancels_withdraws_its_question(
+    server: RunningServer, proxy: Proxy, upstream: list[str] | str, era: str
+):
+    async with (
+        proxy.client(server.url, era=era, upstream=upstream) as client,
+        httpx.AsyncClient(base_url=server.url, timeout=10) as gateway,
+    ):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(client.call_tool, "order_part", {})
+            await question(gateway)
+            tasks.cancel_scope.cancel()
+        await nothing_pending(gateway)
+        # The proxy and the upstream carry on.
+        assert text(await client.call_tool("quote", {"part": "track"})).startswith("{")
+
+
+async def test_with_the_gateway_down_questions_are_cancelled_said_once_and_other_tools_work(proxy: Proxy):
+    down = "http://127.0.0.1:9"
+    async with proxy.client(down) as client:
+        assert text(await client.call_tool("order_part", {})) == "no order: cancel"
+        assert text(await client.call_tool("deliver", {"machine": "SY215C"})) == "SY215C stays: cancel"
+        assert text(await client.call_tool("quote", {"part": "hose"})).startswith("{")
+    said = [line for line in proxy.stderr().splitlines() if "cannot reach the gateway" in line]
+    assert len(said) == 1, proxy.stderr()
+    assert down in said[0]
+
+
+async def test_a_refused_token_cancels_the_question_and_says_why(
+    make_server: Callable[..., RunningServer], proxy: Proxy
+):
+    server = make_server(tool_token="right-token")
+    async with proxy.client(server.url, "--token", "wrong-token") as client:
+        assert text(await client.call_tool("order_part", {})) == "no order: cancel"
+    assert "refused the token (401)" in proxy.stderr()
+    async with (
+        proxy.client(server.url, env={"GATEWAY_TOOL_TOKEN": "right-token"}) as client,
+        httpx.AsyncClient(base_url=server.url) as gateway,
+        anyio.create_task_group() as tasks,
+    ):
+        tasks.start_soon(client.call_tool, "order_part", {})
+        asked = await question(gateway)
+        await gateway.post(f"/question/{asked['id']}/reject", json={"action": "decline"})
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_an_upstream_that_exits_mid_call_gives_the_client_a_clear_error(
+    server: RunningServer, proxy: Proxy, era: str
+):
+    crashing = [*UPSTREAM, "--crash-on", "order_part"]
+    async with proxy.client(server.url, era=era, upstream=crashing) as client:
+        with anyio.fail_after(30):
+            with pytest.raises(MCPError, match="upstream MCP server Excavator Service is gone"):
+                await client.call_tool("order_part", {})
+            with pytest.raises(MCPError, match="is gone"):
+                await client.call_tool("quote", {"part": "hose"})
+
+
+async def test_an_http_upstream_that_stops_answering_gives_the_client_a_clear_error(
+    server: RunningServer, proxy: Proxy, http_upstream: Callable[..., HttpUpstream]
+):
+    remote = http_upstream()
+    async with proxy.client(server.url, upstream=remote.url) as client:
+        assert text(await client.call_tool("quote", {"part": "hose"})).startswith("{")
+        remote.stop()
+        with anyio.fail_after(30), pytest.raises(MCPError):
+            await client.call_tool("quote", {"part": "hose"})
+
+
+async def test_an_upstream_that_cannot_start_is_said_on_stderr(proxy: Proxy):
+    with pytest.raises(Exception):  # noqa: B017, PT011  (the client's own error for a server that exited)
+        async with proxy.client("http://127.0.0.1:9", upstream=["/nonexistent/mcp-server"]):
+            pass
+    assert "cannot connect to the upstream MCP server (/nonexistent/mcp-server)" in proxy.stderr()
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_waiting_call_gets_progress_while_the_person_takes_their_time(
+    server: RunningServer, proxy: Proxy, era: str
+):
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        seen.append((value, total, message))
+
+    async with (
+        proxy.client(server.url, "--progress-interval", "0.3", era=era) as client,
+        httpx.AsyncClient(base_url=server.url) as gateway,
+        anyio.create_task_group() as tasks,
+    ):
+        tasks.start_soon(lambda: client.call_tool("order_part", {}, progress_callback=progress))
+        asked = await question(gateway)
+        await until(lambda: len(seen) >= 3, what="three progress notifications")
+        await gateway.post(f"/question/{asked['id']}/reject", json={"action": "decline"})
+    values = [value for value, _, _ in seen]
+    assert values == sorted(set(values)), values
+    assert all("waiting for a person" in (message or "") for _, _, message in seen)
+
+
+async def test_a_url_mode_question_shows_its_link(server: RunningServer, proxy: Proxy):
+    async with proxy.client(server.url) as client, httpx.AsyncClient(base_url=server.url) as gateway:
+        async with anyio.create_task_group() as tasks:
+            results: list[str] = []
+
+            async def call() -> None:
+                results.append(text(await client.call_tool("link_account", {})))
+
+            tasks.start_soon(call)
+            asked = await question(gateway)
+            shown = asked["questions"][0]["question"]
+            assert LINK_MESSAGE in shown
+            assert LINK_URL in shown
+            await gateway.post(f"/question/{asked['id']}/reply", json={"answers": [["Yes"]]})
+        assert results == ["link: accept"]
+
+
+async def test_answer_with_client_asks_a_client_that_can_answer_and_the_gateway_otherwise(
+    server: RunningServer, proxy: Proxy
+):
+    asked_client: list[str] = []
+
+    async def person_at_the_ide(context: Any, params: Any) -> ElicitResult:
+        asked_client.append(params.message)
+        return ElicitResult(action="accept", content={"part": "bucket", "quantity": 1, "express": False})
+
+    async with proxy.client(
+        server.url, "--answer-with", "client", elicitation_callback=person_at_the_ide
+    ) as client:
+        assert text(await client.call_tool("order_part", {})) == "ordered 1 bucket (express: False)"
+    assert asked_client == [ORDER_MESSAGE]  # the upstream's own words, to the client
+
+    async with (
+        proxy.client(server.url, "--answer-with", "client") as client,
+        httpx.AsyncClient(base_url=server.url) as gateway,
+        anyio.create_task_group() as tasks,
+    ):  # a client without the capability: the gateway asks
+        tasks.start_soon(client.call_tool, "order_part", {})
+        asked = await question(gateway, DIRECTORY)
+        await gateway.post(f"/question/{asked['id']}/reject")
