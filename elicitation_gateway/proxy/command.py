@@ -157,7 +157,7 @@ async def serve(args: argparse.Namespace, upstream: Upstream) -> int:
                 name = info.name if info is not None else upstream.describe()
                 asker.server_name = (info.title or info.name) if info is not None else name
                 gateway.directory = args.directory or f"mcp:{name}"
-                forwarder = Forwarder(client, calls, name)
+                forwarder = Forwarder(client, calls, name, faults)
                 server, notifications = build_server(forwarder)
                 async with stdio_server() as (read, write):
                     await server.run(read, write, server.create_initialization_options(notifications))

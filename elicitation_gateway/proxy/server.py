@@ -22,7 +22,7 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 
-from elicitation_gateway.proxy.asking import Call, Calls, Progress
+from elicitation_gateway.proxy.asking import Call, Calls, FaultReport, Progress
 
 T = TypeVar("T")
 _GONE = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, ConnectionError, EOFError)
@@ -35,8 +35,9 @@ class UpstreamGone(MCPError):
 class Forwarder:
     """The handlers of the proxy's server, each forwarding to ``upstream``."""
 
-    def __init__(self, upstream: Client, calls: Calls, upstream_name: str) -> None:
+    def __init__(self, upstream: Client, calls: Calls, upstream_name: str, faults: FaultReport) -> None:
         self.upstream = upstream
+        self.faults = faults
         self.calls = calls
         self.upstream_name = upstream_name
         self.downstream: ServerSession | None = None
@@ -84,6 +85,7 @@ class Forwarder:
         ends now, with an error that says why."""
         if self.gone is None:
             self.gone = f"the upstream MCP server {self.upstream_name} is gone: {why}"
+            self.faults.fault(f"{self.gone}; every request now gets an error")
         self._failure.set()
 
     # -- tools ---------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from mcp.client import Client
 from mcp.shared.exceptions import MCPError
-from mcp_types import ElicitResult
+from mcp_types import ElicitResult, ToolListChangedNotification
 
 from tests.conftest import RunningServer
 from tests.helpers import until
@@ -89,6 +89,21 @@ async def test_what_the_upstream_offers_passes_through_unchanged(
                 seen = await progress_of(through, "slow_count", {"steps": 3}, count=3)
                 assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
     assert (await httpx.AsyncClient(base_url=server.url).get("/question")).json() == []
+
+
+async def test_a_list_changed_notification_passes_through(server: RunningServer, proxy: Proxy):
+    heard: list[Any] = []
+
+    async def notifications(message: Any) -> None:
+        heard.append(message)
+
+    async with proxy.client(server.url, message_handler=notifications) as client:
+        assert text(await client.call_tool("restock", {"part": "hose"})) == "order_hose added"
+        await until(
+            lambda: any(isinstance(m, ToolListChangedNotification) for m in heard), what="tools changed"
+        )
+        assert "order_hose" in [tool.name for tool in (await client.list_tools()).tools]
+        assert text(await client.call_tool("order_hose", {})) == "hose ordered"
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -207,6 +222,8 @@ async def test_an_upstream_that_exits_mid_call_gives_the_client_a_clear_error(
                 await client.call_tool("order_part", {})
             with pytest.raises(MCPError, match="is gone"):
                 await client.call_tool("quote", {"part": "hose"})
+    said = [line for line in proxy.stderr().splitlines() if "is gone" in line]
+    assert len(said) == 1, proxy.stderr()
 
 
 async def test_an_http_upstream_that_stops_answering_gives_the_client_a_clear_error(

@@ -104,6 +104,17 @@ def build(crash_on: str | None = None) -> MCPServer:
             return f"{machine} goes to {region.data.region}"
         return f"{machine} stays: {region.action}"
 
+    @server.tool()
+    async def restock(part: str, ctx: Context) -> str:
+        """Adds a tool for ``part`` and says the tool list changed."""
+
+        async def order() -> str:
+            return f"{part} ordered"
+
+        server.add_tool(order, name=f"order_{part}")
+        await ctx.session.send_tool_list_changed()
+        return f"order_{part} added"
+
     @server.prompt(title="Inspection checklist")
     def checklist(machine: str) -> str:
         """A checklist prompt for ``machine``."""
