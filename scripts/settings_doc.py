@@ -51,7 +51,8 @@ not case-sensitive. A value the gateway cannot use stops it before it listens, w
 - Where a limit is hit, the request is refused with a clear `4xx` and nothing is asked:
   [deploying.md](deploying.md#limits) lists the answers.
 - The client commands (`ask`, `answer`) and the Python client read `GATEWAY_URL`, and
-  `GATEWAY_TOOL_TOKEN` or `OPENCODE_SERVER_USERNAME` / `OPENCODE_SERVER_PASSWORD` for their side:
+  `GATEWAY_TOOL_TOKEN` or `OPENCODE_SERVER_USERNAME` / `OPENCODE_SERVER_PASSWORD` for their side;
+  `answer` also reads `GATEWAY_ANSWER_DIRECTORY`, the one directory whose questions it shows:
   see [clients.md](clients.md) and [answering.md](answering.md).
 """
 

@@ -2,7 +2,8 @@
 
 Requests are kept by id (ids sort in creation order); the screen shows the oldest with its own
 :class:`~.draft.Draft`, so answers typed into one request survive while another comes and
-goes. A request leaves when it is answered or rejected, here or anywhere else.
+goes. A request leaves when it is answered or rejected, here or anywhere else. With a directory, only
+that directory's requests (and those that name none) come, and a line under the status says so.
 """
 
 import asyncio
@@ -47,6 +48,7 @@ class AnswerApp(App[None]):
     Screen { layout: vertical; }
     #status { height: 1; padding: 0 1; background: $panel; }
     #status.down { background: $error 40%; }
+    #directory { height: 1; padding: 0 1; background: $panel; color: $text-muted; }
     #body { height: 1fr; padding: 1 1 0 1; }
     #idle { color: $text-muted; padding: 1 0; }
     #message { padding: 0 0 1 0; text-style: bold; }
@@ -66,9 +68,16 @@ class AnswerApp(App[None]):
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
     ]
 
-    def __init__(self, url: str, auth: httpx.Auth | None = None, *, backoff: Backoff | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        auth: httpx.Auth | None = None,
+        *,
+        directory: str | None = None,
+        backoff: Backoff | None = None,
+    ) -> None:
         super().__init__()
-        self.client = AnswererClient(url, auth)
+        self.client = AnswererClient(url, auth, directory=directory)
         self.stream = EventStream(self.client, backoff=backoff)
         self.drafts: dict[str, Draft] = {}
         self.shown_id: str | None = None
@@ -82,8 +91,14 @@ class AnswerApp(App[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(id="status")
+        directory = self.client.directory
+        filtering = Static(self._directory_line(directory) if directory else "", id="directory")
+        filtering.display = bool(directory)
+        yield filtering
+        in_directory = f" in {directory}" if directory else ""
         with Vertical(id="body"):
-            yield Static("No questions waiting. They appear here as tools ask them.", id="idle")
+            idle = f"No questions waiting{in_directory}. They appear here as tools ask them."
+            yield Static(Content(idle), id="idle")  # Content: a directory's name is text, not markup
         yield Static(self._keys(), id="keys")
 
     def on_mount(self) -> None:
@@ -143,6 +158,10 @@ class AnswerApp(App[None]):
         expiry = shown.form.expiry(time.time()) if shown is not None else ""
         status.update(Content.assemble(line, "  ·  ", waiting, *(("  ·  ", expiry) if expiry else ())))
         status.set_class(not self.connected and bool(self.status_reason), "down")
+
+    @staticmethod
+    def _directory_line(directory: str) -> Content:
+        return Content.assemble("only directory ", (directory, "bold"), " (and questions that name none)")
 
     @staticmethod
     def _keys() -> Content:

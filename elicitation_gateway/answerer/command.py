@@ -2,8 +2,10 @@
 
 The gateway's address comes from ``--url`` (else ``GATEWAY_URL``, else ``http://127.0.0.1:4096``); its
 answerer credentials from ``--username``/``--password`` (else ``OPENCODE_SERVER_USERNAME`` and
-``OPENCODE_SERVER_PASSWORD``, as the server reads them). The gateway is checked once before the screen
-opens, so a wrong address or password is a clear message rather than an empty screen.
+``OPENCODE_SERVER_PASSWORD``, as the server reads them). ``--directory`` (else
+``GATEWAY_ANSWER_DIRECTORY``) keeps one directory's questions, such as a proxied MCP server's
+``mcp:NAME``, and those that name none. The gateway is checked once before the screen opens, so a wrong
+address or password is a clear message rather than an empty screen.
 """
 
 import argparse
@@ -24,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     problem = _url_problem(url)
     if problem:
         parser.error(problem)
+    directory = (args.directory or "").strip() or None
+    if directory is not None and not _is_text(directory):
+        parser.error(f"--directory {directory!r} is not valid text (not UTF-8)")
     try:
         from elicitation_gateway.answerer.app import AnswerApp
         from elicitation_gateway.answerer.connection import basic_auth
@@ -35,11 +40,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 1
     auth = basic_auth(args.username, args.password)
-    problem = asyncio.run(_check_gateway(url, auth))
+    problem = asyncio.run(_check_gateway(url, auth, directory))
     if problem:
         print(f"answer: {problem}", file=sys.stderr)
         return 1
-    app = AnswerApp(url, auth)
+    app = AnswerApp(url, auth, directory=directory)
     app.run()
     return app.return_code or 0
 
@@ -66,6 +71,13 @@ def _parser() -> argparse.ArgumentParser:
         default=os.environ.get("OPENCODE_SERVER_PASSWORD") or None,
         help="HTTP Basic password, sent only when set (default: $OPENCODE_SERVER_PASSWORD)",
     )
+    parser.add_argument(
+        "--directory",
+        metavar="DIR",
+        default=os.environ.get("GATEWAY_ANSWER_DIRECTORY") or None,
+        help="show only this directory's questions (a project's path, or mcp:NAME for a proxied MCP "
+        "server) and those that name none (default: $GATEWAY_ANSWER_DIRECTORY, else every question)",
+    )
     return parser
 
 
@@ -80,11 +92,20 @@ def _url_problem(url: str) -> str | None:
     return None
 
 
-async def _check_gateway(url: str, auth: httpx.Auth | None) -> str | None:
+def _is_text(value: str) -> bool:
+    """Arguments that are not UTF-8 reach Python as lone surrogates, which no URL can carry."""
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+async def _check_gateway(url: str, auth: httpx.Auth | None, directory: str | None = None) -> str | None:
     """``None`` when ``GET /question`` answers as a gateway does, else what is wrong, in a sentence."""
     try:
         async with httpx.AsyncClient(base_url=url, auth=auth, timeout=5) as http:
-            response = await http.get("/question")
+            response = await http.get("/question", params={"directory": directory} if directory else {})
     except httpx.HTTPError as error:
         from elicitation_gateway.answerer.connection import describe_error
 

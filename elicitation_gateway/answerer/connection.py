@@ -52,17 +52,23 @@ def describe_error(error: BaseException) -> str:
 
 
 class AnswererClient:
-    """The answerer-side routes of one gateway, with its credentials."""
+    """The answerer-side routes of one gateway, with its credentials.
 
-    def __init__(self, url: str, auth: httpx.Auth | None = None) -> None:
+    With a ``directory``, the list and the event stream carry ``?directory=``, so the gateway sends
+    only that directory's questions and those that name none.
+    """
+
+    def __init__(self, url: str, auth: httpx.Auth | None = None, *, directory: str | None = None) -> None:
         self.url = url.rstrip("/")
+        self.directory = directory
+        self.filter = {"directory": directory} if directory else {}
         self.http = httpx.AsyncClient(base_url=self.url, auth=auth, timeout=httpx.Timeout(10))
 
     async def aclose(self) -> None:
         await self.http.aclose()
 
     async def pending_ids(self) -> set[str]:
-        response = await self.http.get("/question")
+        response = await self.http.get("/question", params=self.filter)
         response.raise_for_status()
         return {request["id"] for request in response.json()}
 
@@ -136,8 +142,10 @@ class EventStream:
     async def _read(self, on_event: EventHandler, on_status: StatusHandler) -> None:
         headers = {"Last-Event-ID": self.last_event_id} if self.last_event_id else {}
         timeout = httpx.Timeout(10, read=self.stall)
-        http = self.client.http
-        async with aconnect_sse(http, "GET", "/event", headers=headers, timeout=timeout) as source:
+        http, only = self.client.http, self.client.filter
+        async with aconnect_sse(
+            http, "GET", "/event", params=only, headers=headers, timeout=timeout
+        ) as source:
             source.response.raise_for_status()
             async for sse in source.aiter_sse():
                 event = json.loads(sse.data)

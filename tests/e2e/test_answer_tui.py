@@ -277,6 +277,7 @@ async def test_requests_show_oldest_first_and_vanish_when_finished_elsewhere(ser
         await client.post(f"/question/{newer['id']}/reject")
         await until(pilot, lambda: app.shown_id is None and not app.drafts, "nothing is shown")
         assert app.query_one("#idle").display
+        assert not app.query_one("#directory").display  # no directory: no filter line
         assert "nothing waiting" in status_text(app)
     assert (await first).json() == {"action": "accept", "content": {"value": "b"}}
     assert (await second).json() == {"action": "cancel"}
@@ -410,7 +411,7 @@ def test_the_command_starts_and_explains_bad_addresses():
     environment = {**os.environ, "GATEWAY_URL": ""}
     shown = run_command("--help", env=environment)
     assert shown.returncode == 0
-    for flag in ("--url", "--username", "--password"):
+    for flag in ("--url", "--username", "--password", "--directory"):
         assert flag in shown.stdout
 
     unreachable = run_command("--url", f"http://127.0.0.1:{_free_port()}", env=environment)
@@ -437,6 +438,81 @@ def test_the_command_takes_the_answerers_credentials_from_the_environment(make_s
     monkeypatch.setenv("OPENCODE_SERVER_PASSWORD", "wrong")
     assert answer.main(["--url", server.url]) == 1
     assert "refused these credentials (HTTP 401)" in capsys.readouterr().err
+
+
+async def test_with_a_directory_only_its_questions_and_those_that_name_none_come(server, client):
+    """A proxied MCP server's questions carry ``mcp:NAME``; ``--directory mcp:NAME`` answers only those."""
+    elsewhere = ask(client, form(GO, "Another server asks"), directory="mcp:tickets")
+    [other] = await pending(client)
+    weather = ask(client, form(GO, "The weather server asks"), directory="mcp:weather")
+    unnamed = ask(client, form(GO, "A tool that names no directory asks"))
+    [_, in_directory, unnamed_request] = await pending(client, 3)
+    app = answerer(server, directory="mcp:weather")
+    async with app.run_test(size=(100, 24)) as pilot:
+        view = await shown(pilot, in_directory["id"])  # the oldest is another directory's: not shown
+        assert text_of(view.query_one("#message", Static)) == "The weather server asks"
+        await until(pilot, lambda: "request 1 of 2" in status_text(app), "the status counts the two")
+        assert set(app.drafts) == {in_directory["id"], unnamed_request["id"]}
+        line = text_of(app.query_one("#directory", Static))
+        assert line == "only directory mcp:weather (and questions that name none)"
+        assert screen_lines(app)[1].strip() == line  # right under the status line
+
+        # Asked while the app follows the stream: another directory's question never arrives.
+        later_elsewhere = ask(client, form(GO, "Another server asks again"), directory="mcp:tickets")
+        await pending(client, 4)
+        later = ask(client, form(GO, "The weather server asks again"), directory="mcp:weather/")
+        listed = await pending(client, 5)
+        later_ids = [r["id"] for r in listed[3:]]
+        await until(pilot, lambda: later_ids[1] in app.drafts, "the later weather question arrives")
+        assert later_ids[0] not in app.drafts
+        assert other["id"] not in app.drafts
+        assert await app.client.pending_ids() == {in_directory["id"], unnamed_request["id"], later_ids[1]}
+
+        await pilot.press("1")  # Yes, and on to Confirm
+        await on_tab(pilot, view, 1)
+        await pilot.press("enter")
+        assert (await weather).json() == {"action": "accept", "content": {"go": True}}
+        for request_id in (unnamed_request["id"], later_ids[1]):
+            await shown(pilot, request_id)
+            await pilot.press("ctrl+d")
+        assert (await unnamed).json() == {"action": "decline"}
+        assert (await later).json() == {"action": "decline"}
+        await until(pilot, lambda: app.query_one("#idle").display, "nothing is left to show")
+        idle = text_of(app.query_one("#idle", Static))
+        assert idle.startswith("No questions waiting in mcp:weather.")
+        assert [r["id"] for r in await pending(client, 2)] == [other["id"], later_ids[0]]
+    for request_id in (other["id"], later_ids[0]):
+        await client.post(f"/question/{request_id}/reject")
+    assert (await elsewhere).json() == {"action": "cancel"}
+    assert (await later_elsewhere).json() == {"action": "cancel"}
+
+
+async def test_a_directory_is_shown_as_text_not_markup(server):
+    app = answerer(server, directory="/srv/[b]odd[/b]")
+    async with app.run_test() as pilot:
+        await until(pilot, lambda: app.connected, "the app is connected")
+        assert text_of(app.query_one("#directory", Static)).startswith("only directory /srv/[b]odd[/b] (")
+        assert text_of(app.query_one("#idle", Static)).startswith("No questions waiting in /srv/[b]odd[/b].")
+
+
+def test_the_command_filters_by_its_directory_else_the_environments(server, monkeypatch, capsys):
+    from elicitation_gateway.answerer.app import AnswerApp
+
+    started: list[str | None] = []
+    monkeypatch.setattr(AnswerApp, "run", lambda app: started.append(app.client.directory))
+    monkeypatch.setenv("GATEWAY_ANSWER_DIRECTORY", "mcp:weather")
+    assert answer.main(["--url", server.url]) == 0
+    assert answer.main(["--url", server.url, "--directory", "/home/me/project"]) == 0
+    monkeypatch.setenv("GATEWAY_ANSWER_DIRECTORY", "")
+    assert answer.main(["--url", server.url]) == 0
+    assert answer.main(["--url", server.url, "--directory", "  "]) == 0
+    assert started == ["mcp:weather", "/home/me/project", None, None]
+
+    with pytest.raises(SystemExit) as not_text:  # bytes that are not UTF-8 in the argument
+        answer.main(["--url", server.url, "--directory", "/srv/\udcff"])
+    assert not_text.value.code == 2
+    assert "--directory '/srv/\\udcff' is not valid text (not UTF-8)" in capsys.readouterr().err
+    assert started == ["mcp:weather", "/home/me/project", None, None]
 
 
 def run_command(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
