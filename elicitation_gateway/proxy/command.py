@@ -111,6 +111,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Upstream]:
         headers[name.strip()] = value.strip()
     if args.upstream and not args.upstream.startswith(("http://", "https://")):
         parser.error(f"--upstream must be an http:// or https:// URL, not {args.upstream!r}")
+    if args.gateway and not args.gateway.startswith(("http://", "https://")):
+        parser.error(f"--gateway must be an http:// or https:// URL, not {args.gateway!r}")
     return args, Upstream(command=list(args.command), url=args.upstream, headers=headers)
 
 
@@ -157,6 +159,12 @@ async def serve(args: argparse.Namespace, upstream: Upstream) -> int:
                 name = info.name if info is not None else upstream.describe()
                 asker.server_name = (info.title or info.name) if info is not None else name
                 gateway.directory = args.directory or f"mcp:{name}"
+                started = (
+                    f"{PROG}: {asker.server_name} ({upstream.describe()}), "
+                    f"protocol {client.protocol_version}; questions to {gateway.url} "
+                    f"in {gateway.directory} (--answer-with {args.answer_with})"
+                )
+                print(started, file=sys.stderr, flush=True)
                 forwarder = Forwarder(client, calls, name, faults)
                 server, notifications = build_server(forwarder)
                 async with stdio_server() as (read, write):

@@ -19,8 +19,8 @@ import httpx2
 from mcp import StdioServerParameters
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
 from mcp_types import Implementation
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from elicitation_gateway import __version__
 
@@ -28,7 +28,6 @@ Era = Literal["legacy", "modern", "auto"]
 """``legacy``: 2025-11-25 (push-style questions and resolvers both reach the proxy); ``modern``:
 2026-07-28 (resolvers only); ``auto``: legacy first, the upstream's choice if it refuses."""
 
-MODERN_VERSION = "2026-07-28"
 CLIENT_INFO = Implementation(
     name="elicitation-gateway-proxy", title="Elicitation Gateway proxy", version=__version__
 )
@@ -98,7 +97,8 @@ async def connect(
     upstream: Upstream, era: Era, on_failure: Callable[[Exception], None] | None = None, **options: Any
 ) -> AsyncIterator[Client]:
     """A connected ``Client`` for ``upstream``; ``options`` are ``Client``'s (callbacks)."""
-    modes: list[str] = {"legacy": ["legacy"], "modern": [MODERN_VERSION], "auto": ["legacy", "auto"]}[era]
+    # "auto" probes server/discover and takes the newer era where the upstream offers it.
+    modes = {"legacy": ["legacy"], "modern": ["auto"], "auto": ["legacy", "auto"]}[era]
     failure: BaseException | None = None
     for mode in modes:
         client = Client(
@@ -110,11 +110,15 @@ async def connect(
         )
         try:
             await client.__aenter__()
-        except MCPError as error:  # a handshake refused: perhaps a server of the newer era only
-            failure = error
+        except Exception as error:  # refused (a server of the newer era only?), or never started
+            failure = failure or error
             continue
-        except Exception as error:
-            raise UpstreamFailed(_failure(upstream, error)) from error
+        if era == "modern" and client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            await client.__aexit__(None, None, None)
+            raise UpstreamFailed(
+                f"the upstream MCP server ({upstream.describe()}) speaks {client.protocol_version}, "
+                "not the 2026-07-28 era that --upstream-era modern asks for"
+            )
         try:
             yield client
         finally:

@@ -91,6 +91,29 @@ async def test_what_the_upstream_offers_passes_through_unchanged(
     assert (await httpx.AsyncClient(base_url=server.url).get("/question")).json() == []
 
 
+async def test_in_the_newer_era_only_resolver_questions_reach_the_proxy(server: RunningServer, proxy: Proxy):
+    """``--upstream-era modern``: a resolver's question still comes (as an ``InputRequiredResult``); a
+    push-style ``ctx.elicit`` has no way to the proxy, and the upstream's error reaches the client, as
+    it would reach any client of that era. The default (``auto``) speaks 2025-11-25, where both come."""
+    async with (
+        proxy.client(server.url, "--upstream-era", "modern") as client,
+        httpx.AsyncClient(base_url=server.url) as gateway,
+        anyio.create_task_group() as tasks,
+    ):
+        results: list[str] = []
+
+        async def call() -> None:
+            results.append(text(await client.call_tool("deliver", {"machine": "SY215C"})))
+
+        tasks.start_soon(call)
+        asked = await question(gateway)
+        await gateway.post(f"/question/{asked['id']}/reply", json={"answers": [["eu-west"]]})
+        with pytest.raises(MCPError, match="no back-channel for server-initiated requests"):
+            await client.call_tool("order_part", {})
+    assert results == ["SY215C goes to eu-west"]
+    assert "protocol 2026-07-28" in proxy.stderr()
+
+
 async def test_a_list_changed_notification_passes_through(server: RunningServer, proxy: Proxy):
     heard: list[Any] = []
 

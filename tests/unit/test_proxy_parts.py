@@ -162,6 +162,7 @@ def test_a_call_that_ends_withdraws_its_questions():
         (["--header", "A: b", "--", "server"], "--header is for an --upstream URL"),
         (["--upstream", "http://x/mcp", "--header", "no colon"], "is not 'Name: value'"),
         (["--upstream", "ftp://x/mcp"], "must be an http:// or https:// URL"),
+        (["--gateway", "127.0.0.1:4096", "--", "server"], "--gateway must be an http:// or https:// URL"),
         (["--timeout", "0", "--", "server"], "--timeout must be a positive number"),
         (["--answer-with", "nobody", "--", "server"], "invalid choice"),
     ],
