@@ -190,15 +190,17 @@ async def test_decline_dismiss_and_expiry_reach_the_upstream_as_it_expects(
 
 
 @pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("tool", ["order_part", "stubborn_order"])
 async def test_a_call_the_client_cancels_withdraws_its_question(
-    server: RunningServer, proxy: Proxy, upstream: list[str] | str, era: str
+    server: RunningServer, proxy: Proxy, upstream: list[str] | str, era: str, tool: str
 ):
+    """Whether or not the upstream gives up its own question when the call is cancelled."""
     async with (
         proxy.client(server.url, era=era, upstream=upstream) as client,
         httpx.AsyncClient(base_url=server.url, timeout=10) as gateway,
     ):
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(client.call_tool, "order_part", {})
+            tasks.start_soon(client.call_tool, tool, {})
             await question(gateway)
             tasks.cancel_scope.cancel()
         await nothing_pending(gateway)

@@ -11,6 +11,7 @@ import argparse
 import os
 from typing import Annotated
 
+import anyio
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -93,6 +94,14 @@ def build(crash_on: str | None = None) -> MCPServer:
         """Asks the person to sign in on a web page (URL mode)."""
         outcome = await ctx.elicit_url(LINK_MESSAGE, LINK_URL, "link-1")
         return f"link: {outcome.action}"
+
+    @server.tool()
+    async def stubborn_order(ctx: Context) -> str:
+        """Asks as ``order_part`` does, but ignores the client's cancelling while it waits, as a server
+        may: its question is withdrawn by the proxy alone."""
+        with anyio.CancelScope(shield=True):
+            outcome = await ctx.elicit(ORDER_MESSAGE, Order)
+        return f"stubborn: {outcome.action}"
 
     async def ask_region() -> Elicit[Region]:
         return Elicit(REGION_MESSAGE, Region)
