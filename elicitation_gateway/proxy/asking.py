@@ -86,6 +86,8 @@ class Call:
     request_id: RequestId | None
     progress: Progress | None
     asking: set[asyncio.Future[Any]] = field(default_factory=set)
+    exchange: Any = None
+    """The call's :class:`~.rounds.Exchange` when its client is asked in ``InputRequiredResult`` rounds."""
 
 
 _current_call: contextvars.ContextVar[Call | None] = contextvars.ContextVar("proxy_call", default=None)
@@ -179,6 +181,8 @@ class Asker:
         self, calls: list[Call], params: ElicitRequestFormParams | ElicitRequestURLParams
     ) -> ElicitResult | ErrorData:
         client = self._client_to_ask(calls, params)
+        if client is not None and client.exchange is not None:
+            return await client.exchange.ask(params)
         if client is not None:
             return await client.session.send_request(
                 ElicitRequest(params=params),
@@ -192,13 +196,13 @@ class Asker:
         self, calls: list[Call], params: ElicitRequestFormParams | ElicitRequestURLParams
     ) -> Call | None:
         """With ``--answer-with client``: the call whose client declared it can answer this kind of
-        elicitation on a connection that can carry the request (the 2025-11-25 era), else ``None``."""
+        elicitation, on a connection that can carry the request (2025-11-25) or in ``InputRequiredResult``
+        rounds (2026-07-28), else ``None``."""
         if self.answer_with != "client" or len(calls) != 1:
             return None
         call = calls[0]
-        capabilities = call.session.client_capabilities
-        elicitation = capabilities.elicitation if capabilities is not None else None
-        if elicitation is None or not call.session.can_send_request:
+        elicitation = client_elicitation(call.session)
+        if elicitation is None or not (call.exchange is not None or call.session.can_send_request):
             return None
         if isinstance(params, ElicitRequestURLParams):
             return call if elicitation.url is not None else None
@@ -261,6 +265,12 @@ class Asker:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+def client_elicitation(session: ServerSession) -> Any:
+    """The elicitation capability the client declared (on this request, in the 2026-07-28 era)."""
+    capabilities = session.client_capabilities
+    return capabilities.elicitation if capabilities is not None else None
 
 
 def _as_form(params: ElicitRequestFormParams | ElicitRequestURLParams, who: str) -> ElicitRequestFormParams:

@@ -11,6 +11,7 @@ from mcp.server.stdio import stdio_server
 
 from elicitation_gateway.client import DEFAULT_URL, GatewayClient
 from elicitation_gateway.proxy.asking import Asker, Calls, FaultReport
+from elicitation_gateway.proxy.rounds import Exchanges
 from elicitation_gateway.proxy.server import Forwarder, build_server
 from elicitation_gateway.proxy.upstream import Upstream, UpstreamFailed, held
 
@@ -165,10 +166,15 @@ async def serve(args: argparse.Namespace, upstream: Upstream) -> int:
                     f"in {gateway.directory} (--answer-with {args.answer_with})"
                 )
                 print(started, file=sys.stderr, flush=True)
-                forwarder = Forwarder(client, calls, name, faults)
+                exchanges = Exchanges(args.timeout or 300.0) if args.answer_with == "client" else None
+                forwarder = Forwarder(client, calls, name, faults, exchanges)
                 server, notifications = build_server(forwarder)
-                async with stdio_server() as (read, write):
-                    await server.run(read, write, server.create_initialization_options(notifications))
+                try:
+                    async with stdio_server() as (read, write):
+                        await server.run(read, write, server.create_initialization_options(notifications))
+                finally:
+                    if exchanges is not None:
+                        await exchanges.aclose()
         except UpstreamFailed as error:
             print(f"{PROG}: {error}", file=sys.stderr, flush=True)
             return 1

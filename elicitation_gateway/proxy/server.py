@@ -21,8 +21,10 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from elicitation_gateway.proxy.asking import Call, Calls, FaultReport, Progress
+from elicitation_gateway.proxy.asking import Call, Calls, FaultReport, Progress, client_elicitation
+from elicitation_gateway.proxy.rounds import Exchanges
 
 T = TypeVar("T")
 _GONE = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, ConnectionError, EOFError)
@@ -35,8 +37,17 @@ class UpstreamGone(MCPError):
 class Forwarder:
     """The handlers of the proxy's server, each forwarding to ``upstream``."""
 
-    def __init__(self, upstream: Client, calls: Calls, upstream_name: str, faults: FaultReport) -> None:
+    def __init__(
+        self,
+        upstream: Client,
+        calls: Calls,
+        upstream_name: str,
+        faults: FaultReport,
+        exchanges: Exchanges | None = None,
+    ) -> None:
+        """``exchanges``: with ``--answer-with client``, where a 2026-07-28 client's rounds are kept."""
         self.upstream = upstream
+        self.exchanges = exchanges
         self.faults = faults
         self.calls = calls
         self.upstream_name = upstream_name
@@ -96,10 +107,22 @@ class Forwarder:
         return await self._forward(ctx, self.upstream.session.list_tools(params=_paginated(ctx, params)))
 
     async def call_tool(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
-        token = (ctx.meta or {}).get("progress_token", (ctx.meta or {}).get("progressToken"))
         meta = _forwarded_meta(ctx.meta)
+        if self.exchanges is not None and _asked_in_rounds(ctx):
+            exchange = self.exchanges.get(params.request_state)
+            if exchange is not None:  # the client's retry, with its answers
+                exchange.answer(params.input_responses)
+            else:
+                call = Call(params.name, ctx.session, ctx.request_id, None)
+                exchange = self.exchanges.start(call, self._call(ctx, call, params, meta))
+            return await exchange.next_round()
+        token = (ctx.meta or {}).get("progress_token", (ctx.meta or {}).get("progressToken"))
         progress = Progress(ctx.session, token, ctx.request_id) if token is not None else None
-        call = Call(params.name, ctx.session, ctx.request_id, progress)
+        return await self._call(ctx, Call(params.name, ctx.session, ctx.request_id, progress), params, meta)
+
+    async def _call(
+        self, ctx: ServerRequestContext[Any], call: Call, params: types.CallToolRequestParams, meta: Any
+    ) -> Any:
         with self.calls.running(call):
             try:
                 return await self._forward(
@@ -107,7 +130,7 @@ class Forwarder:
                     self.upstream.call_tool(
                         params.name,
                         params.arguments,
-                        progress_callback=progress.relay if progress is not None else None,
+                        progress_callback=call.progress.relay if call.progress is not None else None,
                         meta=meta,
                     ),
                 )
@@ -184,6 +207,14 @@ class Forwarder:
         ):
             with contextlib.suppress(Exception):
                 await downstream.send_notification(notification)
+
+
+def _asked_in_rounds(ctx: ServerRequestContext[Any]) -> bool:
+    """A 2026-07-28 client that can answer elicitations: asked in ``InputRequiredResult`` rounds."""
+    return (
+        ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS
+        and client_elicitation(ctx.session) is not None
+    )
 
 
 def _forwarded_meta(meta: Any) -> Any:

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from mcp.client import Client
 from mcp.shared.exceptions import MCPError
-from mcp_types import ElicitResult, ToolListChangedNotification
+from mcp_types import ElicitResult, InputRequiredResult, ToolListChangedNotification
 
 from tests.conftest import RunningServer
 from tests.helpers import until
@@ -309,26 +309,79 @@ async def test_a_url_mode_question_shows_its_link(server: RunningServer, proxy: 
         assert results == ["link: accept"]
 
 
+@pytest.mark.parametrize("era", ERAS)
 async def test_answer_with_client_asks_a_client_that_can_answer_and_the_gateway_otherwise(
-    server: RunningServer, proxy: Proxy
+    server: RunningServer, proxy: Proxy, era: str
 ):
+    """In the 2025-11-25 era the client gets ``elicitation/create`` requests; in the 2026-07-28 era
+    ``InputRequiredResult`` rounds, which the ``mcp`` client answers through the same callback."""
     asked_client: list[str] = []
 
     async def person_at_the_ide(context: Any, params: Any) -> ElicitResult:
         asked_client.append(params.message)
+        if "delivered" in params.message:
+            return ElicitResult(action="decline")
         return ElicitResult(action="accept", content={"part": "bucket", "quantity": 1, "express": False})
 
-    async with proxy.client(
-        server.url, "--answer-with", "client", elicitation_callback=person_at_the_ide
-    ) as client:
+    async with (
+        proxy.client(
+            server.url, "--answer-with", "client", era=era, elicitation_callback=person_at_the_ide
+        ) as client,
+        httpx.AsyncClient(base_url=server.url) as gateway,
+    ):
+        before = await counts(gateway)
         assert text(await client.call_tool("order_part", {})) == "ordered 1 bucket (express: False)"
-    assert asked_client == [ORDER_MESSAGE]  # the upstream's own words, to the client
+        assert text(await client.call_tool("deliver", {"machine": "SY215C"})) == "SY215C stays: decline"
+        assert text(await client.call_tool("quote", {"part": "hose"})).startswith("{")
+        assert await counts(gateway) == before  # the gateway asked nothing
+    assert asked_client == [ORDER_MESSAGE, REGION_MESSAGE]  # the upstream's own words, to the client
 
     async with (
-        proxy.client(server.url, "--answer-with", "client") as client,
+        proxy.client(server.url, "--answer-with", "client", era=era) as client,
         httpx.AsyncClient(base_url=server.url) as gateway,
         anyio.create_task_group() as tasks,
     ):  # a client without the capability: the gateway asks
         tasks.start_soon(client.call_tool, "order_part", {})
         asked = await question(gateway, DIRECTORY)
         await gateway.post(f"/question/{asked['id']}/reject")
+
+
+async def test_a_round_the_client_never_answers_is_given_up(server: RunningServer, proxy: Proxy):
+    """2026-07-28, driven by hand: a client that takes an ``InputRequiredResult`` and never retries has
+    given up; after ``--timeout`` the upstream's question is answered ``cancel``, and a late retry
+    starts the call afresh."""
+
+    async def never_called(context: Any, params: Any) -> ElicitResult:
+        raise AssertionError("rounds are answered by hand here")
+
+    async with proxy.client(
+        server.url,
+        "--answer-with",
+        "client",
+        "--timeout",
+        "1",
+        era="2026-07-28",
+        elicitation_callback=never_called,
+    ) as client:
+        first = await client.session.call_tool("order_part", {}, allow_input_required=True)
+        assert isinstance(first, InputRequiredResult)
+        ((key, request),) = first.input_requests.items()
+        assert request.params.message == ORDER_MESSAGE
+        await anyio.sleep(2)
+        late = await client.session.call_tool(
+            "order_part",
+            {},
+            input_responses={key: ElicitResult(action="decline")},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        assert isinstance(late, InputRequiredResult)
+        assert late.request_state != first.request_state
+        answered = await client.session.call_tool(
+            "order_part",
+            {},
+            input_responses={key: ElicitResult(action="decline")},
+            request_state=late.request_state,
+            allow_input_required=True,
+        )
+        assert answered.content[0].text == "no order: decline"
