@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from mcp_types import ElicitRequestFormParams, ElicitRequestURLParams
+from mcp_types import ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult, InputRequiredResult
 
 from elicitation_gateway.proxy.asking import Call, Calls, FaultReport, Progress, _as_form
 from elicitation_gateway.proxy.command import parse
+from elicitation_gateway.proxy.rounds import Exchanges
 from elicitation_gateway.proxy.server import _forwarded_meta
 
 
@@ -184,3 +185,55 @@ def test_the_two_forms_of_the_command_line():
     _, upstream = parse(["--upstream", "https://m/mcp", "--header", "Authorization: Bearer a:b"])
     assert upstream.url == "https://m/mcp"
     assert upstream.headers == {"Authorization": "Bearer a:b"}
+
+
+def form(message: str) -> ElicitRequestFormParams:
+    return ElicitRequestFormParams(message=message, requested_schema={"type": "object", "properties": {}})
+
+
+def test_questions_asked_together_go_in_one_round_and_each_answer_to_its_own():
+    async def run() -> None:
+        call = Call("a", None, 1, None)  # type: ignore[arg-type]
+        exchanges = Exchanges(abandon_after=60)
+        both_asked = asyncio.Event()
+
+        async def upstream() -> str:
+            first = asyncio.ensure_future(exchange.ask(form("one")))
+            second = asyncio.ensure_future(exchange.ask(form("two")))
+            both_asked.set()
+            return f"{(await first).action} {(await second).action}"
+
+        exchange = exchanges.start(call, upstream())
+        assert call.exchange is exchange
+        await both_asked.wait()
+        await asyncio.sleep(0)
+        round_ = await exchange.next_round()
+        assert isinstance(round_, InputRequiredResult)
+        assert round_.request_state == exchange.token
+        assert {key: request.params.message for key, request in round_.input_requests.items()} == {
+            "elicit-1": "one",
+            "elicit-2": "two",
+        }
+        assert exchanges.get(exchange.token) is exchange
+        exchange.answer(
+            {"elicit-2": {"action": "decline"}, "elicit-1": ElicitResult(action="accept", content={})}
+        )
+        assert await exchange.next_round() == "accept decline"
+        await asyncio.sleep(0)
+        assert exchanges.get(exchange.token) is None  # finished: a retry with its state starts afresh
+
+    asyncio.run(run())
+
+
+def test_a_round_nobody_answers_is_dismissed():
+    async def run() -> str:
+        exchanges = Exchanges(abandon_after=0.05)
+
+        async def upstream() -> str:
+            return (await exchange.ask(form("one"))).action
+
+        exchange = exchanges.start(Call("a", None, 1, None), upstream())  # type: ignore[arg-type]
+        assert isinstance(await exchange.next_round(), InputRequiredResult)
+        return await exchange.next_round()
+
+    assert asyncio.run(run()) == "cancel"
