@@ -15,7 +15,8 @@ def main(argv: list[str]) -> int:
         prog="python -m elicitation_gateway",
         description="Elicitation Gateway: MCP elicitations asked as OpenCode questions over SSE.",
         epilog="Every setting can also come from a GATEWAY_* environment variable (see the README). "
-        "Other commands: 'elicitation-gateway ask --help', 'elicitation-gateway answer --help'.",
+        "Other commands: 'elicitation-gateway ask --help', 'elicitation-gateway answer --help', "
+        "'elicitation-gateway proxy --help'.",
     )
     parser.add_argument("--host", help="address to listen on (GATEWAY_HOST, default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port to listen on (GATEWAY_PORT, default 4096)")

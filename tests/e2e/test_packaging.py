@@ -102,6 +102,7 @@ def test_the_wheel_alone_runs_from_a_user_project(wheel: Path, user_project: Pat
     environment = clean_environment() | {"PYTHONPATH": str(unpacked)}
     code = (
         "import importlib.resources, elicitation_gateway, elicitation_gateway.server.app\n"
+        "import elicitation_gateway.proxy.command, elicitation_gateway.answerer.command\n"
         "print(elicitation_gateway.__file__)\n"
         "print(importlib.resources.files('elicitation_gateway.server').joinpath('static/index.html').is_file())\n"
     )
