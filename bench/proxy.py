@@ -150,6 +150,9 @@ async def connected(
         proxy = ["-m", PACKAGE, "proxy", "--gateway", NOBODY_ASKED, *upstream]
         transport = stdio_client(place.parameters(*proxy), errlog=place.log)
     async with Client(transport, mode=ERAS[era]) as client:  # type: ignore[arg-type]
+        # As a client does before calling (the 2026-07-28 era insists on it). Its answer also means the
+        # proxy has started its upstream: a 2026-07-28 client connects without any exchange.
+        await client.list_tools()
         processes = {"client": me}
         if path == "proxy" or http is None:
             (started,) = children(me) - before
@@ -158,7 +161,6 @@ async def connected(
             (processes["upstream"],) = children(processes["proxy"])
         if http is not None:
             processes["upstream"] = http.process.pid
-        await client.list_tools()  # as a client does before calling (the 2026-07-28 era insists on it)
         yield Endpoint(client, processes)
 
 
