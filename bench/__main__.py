@@ -9,10 +9,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import report, scenarios
+from bench import proxy, report, scenarios
 from bench.process import REPOSITORY
 
-SECTIONS = ("round-trips", "fan-out", "capacity", "big-asks")
+SECTIONS = ("round-trips", "fan-out", "capacity", "big-asks", "proxy")
 
 
 def _counts(text: str) -> list[int]:
@@ -61,6 +61,9 @@ def parse(argv: list[str]) -> Command:
     parser.add_argument("--replies", type=int, default=200, help="replies timed per capacity phase (200)")
     parser.add_argument("--big-asks", type=int, default=60, help="asks of about 0.8 MB for big-asks (60)")
     parser.add_argument("--clients", type=int, default=2, help="client processes per load (2)")
+    parser.add_argument(
+        "--in-flight", type=_counts, default=[1, 8], help="proxy: tool calls in flight on one client (1,8)"
+    )
     parser.add_argument("--log-level", default="info", help="GATEWAY_LOG_LEVEL of both servers (info)")
     parser.add_argument(
         "--priority",
@@ -110,6 +113,7 @@ def parse(argv: list[str]) -> Command:
         profile_dir=args.profile,
         runs=args.runs,
         big_asks=args.big_asks,
+        proxy_in_flight=args.in_flight,
     )
     if args.quick:
         options = scenarios.Options(
@@ -125,6 +129,9 @@ def parse(argv: list[str]) -> Command:
             app_dir=options.app_dir,
             runs=args.runs,
             big_asks=6,
+            proxy_in_flight=[4],
+            proxy_eras=["legacy"],
+            proxy_transports=["stdio"],
         )
     if args.priority:
         os.setpriority(os.PRIO_PROCESS, 0, args.priority)  # servers and clients inherit it
@@ -160,6 +167,8 @@ def main(argv: list[str]) -> int:
             results["capacity"] = scenarios.capacity(options, shared)
         if "big-asks" in sections:
             results["big_asks"] = scenarios.big_asks(options, shared)
+        if "proxy" in sections:
+            results["proxy"] = proxy.passthrough(options)
     if command.before_file is not None and command.before is not None:
         report.attach_before(results, command.before, command.before_file)
     results["targets"] = report.targets(results)

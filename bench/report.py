@@ -291,6 +291,8 @@ def render(results: dict[str, Any]) -> str:
         parts.append(_capacity(capacity))
     if (big := results.get("big_asks")) is not None:
         parts.append(_big_asks(big))
+    if (passthrough := results.get("proxy")) is not None:
+        parts.append(_proxy(passthrough))
     parts.append("\nTargets")
     rows = [[check["target"], check["measured"], _met(check["met"])] for check in results["targets"]]
     parts.append(_table(["target", "measured", "met"], rows))
@@ -429,6 +431,61 @@ def _big_ask_rows(big: dict[str, Any]) -> list[list[Any]]:
         ["RSS once every question is rejected (MB)", big["rss_after_reject_mb"]],
         ["worst loop lag (ms)", big["loop_lag"]["max_ms"]],
     ]
+
+
+def _proxy(passthrough: dict[str, Any]) -> str:
+    parts = [f"\nProxy passthrough (tool {passthrough['tool']!r}, which asks nobody; one client)"]
+    rows = []
+    for row in passthrough["rows"]:
+        for path in ("direct", "proxy"):
+            measured = row[path]
+            cpu = measured["cpu_us_per_call"]
+            cells: list[Any] = [
+                row["transport"],
+                row["era"],
+                row["in_flight"],
+                path,
+                _rounded(measured["per_s"]),
+            ]
+            cells += [measured["latency_ms"]["p50"], measured["latency_ms"]["p99"]]
+            cells += [_rounded(cpu.get(role)) for role in ("client", "proxy", "upstream", "total")]
+            cells.append(measured["errors"])
+            rows.append(cells)
+    headers = ["upstream", "era", "C", "path", "calls/s", "p50 ms", "p99 ms"]
+    headers += ["client CPU us", "proxy CPU us", "upstream CPU us", "total CPU us", "errors"]
+    parts.append(_table(headers, rows))
+    rows = []
+    for row in passthrough["rows"]:
+        more = row["overhead"]
+        rows.append(
+            [
+                row["transport"],
+                row["era"],
+                row["in_flight"],
+                _rounded(more["latency_p50_us"]),
+                _rounded(more["latency_p99_us"]),
+                _rounded(more["cpu_us_per_call"]),
+                more["per_s_ratio"],
+            ]
+        )
+    parts.append("")
+    parts.append(
+        _table(["upstream", "era", "C", "+p50 us", "+p99 us", "+CPU us/call", "calls/s ratio"], rows)
+    )
+    notes = [
+        "C: calls in flight on the one client; direct: the client starts (stdio) or reaches (http) the"
+        " upstream itself; proxy: through elicitation-gateway proxy.",
+        "CPU us: per call, of each process, from /proc/<pid>/stat over the measured window; the client is"
+        " the bench's own process.",
+        "+: the proxy's row less the direct one (its overhead per call); calls/s ratio: proxy over direct.",
+    ]
+    parts.append("\n".join(notes))
+    return "\n".join(parts)
+
+
+def _rounded(value: float | None) -> int | None:
+    """Rates and microseconds, as whole numbers right-aligned in a table: their decimals are noise."""
+    return None if value is None else round(value)
 
 
 def _pair(spread: dict[str, Any]) -> str:

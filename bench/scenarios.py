@@ -57,6 +57,9 @@ class Options:
     runs: int = 1
     big_asks: int = 60
     store: str = field(default_factory=store_from_environment)
+    proxy_in_flight: Sequence[int] = (1, 8)
+    proxy_eras: Sequence[str] = ("legacy", "modern")
+    proxy_transports: Sequence[str] = ("stdio", "http")
 
     def serving(self, module: str, shared: "Shared") -> contextlib.AbstractContextManager[ServerProcess]:
         """A fresh server for a section (so its memory is its own), or the one the quick run shares."""

@@ -196,6 +196,33 @@ def test_big_asks_measure_what_is_taken_memory_and_the_loop(quick_run):
 
 
 @pytest.mark.timeout(180)
+def test_proxy_passthrough_is_measured_beside_the_bare_upstream(quick_run):
+    results, printed = quick_run
+    (row,) = results["proxy"]["rows"]
+    assert (row["transport"], row["era"], row["in_flight"]) == ("stdio", "legacy", 4)
+    for path in ("direct", "proxy"):
+        measured = row[path]
+        assert measured["completed"] > 0
+        assert measured["errors"] == 0
+        assert _sampled(measured["latency_ms"])
+        assert measured["cpu_us_per_call"]["client"] > 0
+        assert measured["cpu_us_per_call"]["upstream"] > 0  # the upstream process was found and read
+    # The proxy's own process is measured beside the upstream it started, and only on its path.
+    assert set(row["proxy"]["cpu_us_per_call"]) == {"client", "proxy", "upstream", "total"}
+    assert set(row["direct"]["cpu_us_per_call"]) == {"client", "upstream", "total"}
+    assert row["proxy"]["cpu_us_per_call"]["proxy"] > 0
+    for path in ("direct", "proxy"):
+        assert row[path]["processes"]["upstream"].startswith("-m tests.proxy.upstream")
+        assert row[path]["processes"]["client"].startswith("-m bench")
+    assert row["proxy"]["processes"]["proxy"].startswith("-m elicitation_gateway proxy --gateway")
+    assert row["overhead"]["cpu_us_per_call"] == pytest.approx(
+        row["proxy"]["cpu_us_per_call"]["total"] - row["direct"]["cpu_us_per_call"]["total"], abs=0.2
+    )
+    assert len(row["each_run"]) == RUNS
+    assert "Proxy passthrough (tool 'quote'" in printed
+
+
+@pytest.mark.timeout(180)
 def test_report_names_the_machine_the_store_and_every_target(quick_run):
     results, printed = quick_run
     assert results["machine"]["cpus"] >= 1
