@@ -1,6 +1,6 @@
 # The two commands of the README: `make run` serves the gateway, `make test` runs every test.
 # Both create .venv/ and install the project into it on first use (and again when pyproject.toml or
-# constraints.txt change).
+# constraints.txt change): `make run` the service and its answerers only, `make test` the test tools too.
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -11,13 +11,19 @@ NODE_TESTS := tests/e2e/node
 OPENCODE := tests/e2e/opencode
 JS_LINT := tests/e2e/js-lint
 CONFORMANCE := tests/e2e/conformance
+# The extras each install brings: the service with its stores, notifications and terminal answerer
+# (tracing stays opt-in), or everything the tests use. One stamp file each in .venv/.
+EXTRAS_service := answer,notify,redis
+EXTRAS_test := test
+SERVICE := $(VENV)/.installed-service
+TESTING := $(VENV)/.installed-test
 
 .PHONY: run test test-quick lint lint-js format docs fixtures install constraints
 
-run: $(VENV)/.installed
+run: $(SERVICE)
 	$(BIN)/python -m elicitation_gateway $(ARGS)
 
-test: $(VENV)/.installed $(NODE_TESTS)/node_modules/.installed $(OPENCODE)/node_modules/.installed \
+test: $(TESTING) $(NODE_TESTS)/node_modules/.installed $(OPENCODE)/node_modules/.installed \
 		$(JS_LINT)/node_modules/.installed $(CONFORMANCE)/node_modules/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -26,36 +32,37 @@ test: $(VENV)/.installed $(NODE_TESTS)/node_modules/.installed $(OPENCODE)/node_
 
 # The fast tiers only: pure unit tests, the store suite and the HTTP tests (no browser, Node or CLI),
 # in four processes: most of their time is spent waiting on sockets and timers, not on the CPU.
-test-quick: $(VENV)/.installed
+test-quick: $(TESTING)
 	$(BIN)/ruff check .
 	$(BIN)/pytest -n 4 tests/unit tests/stores tests/http $(PYTEST_ARGS)
 
-lint: $(VENV)/.installed
+lint: $(TESTING)
 	$(BIN)/ruff check .
 
 # The web page's script: `node --check`, then ESLint (tests/e2e/js-lint/eslint.config.js).
 lint-js: $(JS_LINT)/node_modules/.installed
 	npm run --silent lint --prefix $(JS_LINT)
 
-format: $(VENV)/.installed
+format: $(TESTING)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
 # Regenerate what is made from the code: docs/settings.md from the Settings model, and the captured
 # elicitation requests in tests/fixtures/schemas from the installed SDKs.
-docs: $(VENV)/.installed
+docs: $(SERVICE)
 	$(BIN)/python scripts/settings_doc.py
 
-fixtures: $(VENV)/.installed
+fixtures: $(TESTING)
 	$(BIN)/python tests/fixtures/capture.py
 
-install: $(VENV)/.installed
+install: $(TESTING)
 
-$(VENV)/.installed: pyproject.toml constraints.txt
+# The test install holds the service's extras too, so it stamps both.
+$(VENV)/.installed-%: pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed (set PYTHON=...)")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[test]"
-	touch $@
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[$(EXTRAS_$*)]"
+	touch $@ $(if $(filter test,$*),$(SERVICE))
 
 # The published OpenCode SDK for its compatibility test, exactly as the committed lock file pins it.
 $(NODE_TESTS)/node_modules/.installed: $(NODE_TESTS)/package.json $(NODE_TESTS)/package-lock.json
