@@ -247,6 +247,20 @@ async def test_a_malformed_reply_body_is_a_payload_error_and_changes_nothing(cli
     assert (await tool).json() == {"action": "accept", "content": {"k0": "fine"}}
 
 
+@pytest.mark.parametrize("action", ["decline", "cancel", "accept"])
+async def test_an_action_posted_to_reply_is_told_where_declining_goes(client, action):
+    tool = ask(client, form(text_properties(1)))
+    (request,) = await pending(client)
+    response = await client.post(f"/question/{request['id']}/reply", json={"action": action})
+    data = assert_bad_request(response, "Payload")
+    assert "to decline, POST /question/{id}/reject" in data["message"]
+    assert '{"action": "decline"}' in data["message"]
+    assert await listed_ids(client) == [request["id"]]
+    declined = await client.post(f"/question/{request['id']}/reject", json={"action": "decline"})
+    assert declined.json() is True
+    assert (await tool).json() == {"action": "decline"}
+
+
 @pytest.mark.parametrize("action", ["reply", "reject"])
 async def test_unknown_question_is_not_found(client, action):
     unknown = "que_0193a1c2b3d4AbCdEfGhIjKlMn"

@@ -178,3 +178,10 @@ def test_no_file_names_a_path_outside_the_repository():
             if any(outside in line for outside in OUTSIDE):
                 offending.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:100]}")
     assert not offending, "files name paths outside the repository:\n" + "\n".join(offending)
+
+
+def test_the_readme_says_when_a_question_expires_and_how_to_change_it():
+    minutes = Settings.model_fields["timeout"].default / 60
+    assert f"expires after {minutes:g} minutes" in README
+    assert "/elicit?timeout=" in README
+    assert "`GATEWAY_TIMEOUT`" in README

@@ -157,6 +157,11 @@ def parse_seconds(value: str | None, name: str) -> float | None:
 
 
 def parse_answers(body: Any, max_text_length: int | None = None) -> list[list[str]]:
+    if isinstance(body, dict) and "action" in body and "answers" not in body:
+        # A decline posted to /reply, the likely slip: say where it goes.
+        raise PayloadError(
+            '/reply takes "answers"; to decline, POST /question/{id}/reject with {"action": "decline"}'
+        )
     if not isinstance(body, dict) or "answers" not in body:
         raise PayloadError('the body must be a JSON object with "answers": a list of lists of strings')
     try:
