@@ -16,7 +16,6 @@ at once. Before each attempt the question is looked up: one already finished is 
 import asyncio
 import contextlib
 import logging
-import math
 import socket
 import sys
 import threading
@@ -61,13 +60,20 @@ def compose(record: Record, public_url: str | None, *, reminder: bool = False) -
     lines = [record.message.strip()] if record.message.strip() else []
     if reminder:
         title = "Reminder: " + title.removeprefix("Question: ")
-        minutes = max(1, math.ceil((record.expires_at - time.time()) / 60))
         outcome = "its defaults are sent" if record.on_timeout == "default" else "it is cancelled"
-        lines.insert(0, f"Still unanswered: {outcome} in {minutes} min.")
+        lines.insert(0, f"Still unanswered: {outcome} in {time_left(record.expires_at - time.time())}.")
     lines += [f"- {question.header}" for question in questions]
     if public_url:
         lines += ["", f"Answer: {public_url}/?question={record.id}"]
     return _valid_text(_shorten(title, TITLE_LENGTH)), _valid_text("\n".join(lines))
+
+
+def time_left(seconds: float) -> str:
+    """``seconds`` as a person reads a deadline, to the nearest unit: seconds under two minutes (a
+    reminder 20 s before expiry says 20 s, not a minute), whole minutes above."""
+    if seconds < 119.5:
+        return f"{max(1, round(seconds))} s"
+    return f"{round(seconds / 60)} min"
 
 
 def worst_case_seconds(timeout: float, retries: int) -> float:
@@ -135,6 +141,12 @@ def load_plugin(url: str, timeout: float) -> Any | None:
         except Exception:  # a plugin that cannot take this URL
             return None
     return plugin if isinstance(plugin, apprise.NotifyBase) else None
+
+
+def unusable_urls(urls: list[str], timeout: float) -> list[int]:
+    """The positions (from 1) of the URLs Apprise cannot parse: the service refuses to start with any,
+    naming them by position only (a URL may hold a token)."""
+    return [position for position, url in enumerate(urls, 1) if load_plugin(url, timeout) is None]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -395,6 +407,11 @@ class Notifier:
             self.targets.append(_Target(label, plugin, settings, metrics, still_pending))
         if self.targets:
             _watch_sockets()
+            if not settings.public_url:
+                logger.warning(
+                    "notifications carry no link to the question: set GATEWAY_PUBLIC_URL to the address "
+                    "people open the gateway at"
+                )
 
     def start(self) -> None:
         for target in self.targets:

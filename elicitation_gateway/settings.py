@@ -149,7 +149,8 @@ class Settings(BaseSettings):
     notify: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Apprise URLs told of every new question (`ntfy://…`, `slack://…`, `json://…`, "
-        "separated by commas or spaces; needs `elicitation-gateway[notify]`). Unset: no notifications.",
+        "separated by commas or spaces; needs `elicitation-gateway[notify]`); one Apprise cannot parse stops "
+        "the start. Unset: no notifications.",
     )
     public_url: str | None = Field(
         None,

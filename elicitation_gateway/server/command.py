@@ -52,6 +52,19 @@ def main(argv: list[str]) -> int:
         )
         return 2
 
+    if settings.notify:
+        from elicitation_gateway.notify import unusable_urls
+
+        unusable = unusable_urls(settings.notify, settings.notify_timeout)
+        for position in unusable:  # by position: a URL may hold a token
+            print(
+                f"invalid setting notify (GATEWAY_NOTIFY): URL number {position} is not one Apprise "
+                "understands (https://github.com/caronc/apprise/wiki)",
+                file=sys.stderr,
+            )
+        if unusable:
+            return 2
+
     from elicitation_gateway.server.runner import serve  # imported here: keeps --help fast
 
     serve(settings)

@@ -179,6 +179,17 @@ def configure_logging(settings: Settings) -> dict:
     }
 
 
+def setup_line(settings: Settings) -> str:
+    """What start-up says it serves with: the store's kind (its scheme, never its address or
+    credentials) and how many notification targets."""
+    store = settings.store.split("://", 1)[0] if "://" in settings.store else settings.store
+    targets = len(settings.notify)
+    notified = "no notifications"
+    if targets:
+        notified = f"{targets} notification target{'s' if targets != 1 else ''}"
+    return f"store: {store}; {notified}"
+
+
 def listening_line(settings: Settings, url: str) -> str:
     """The line printed at start, which scripts and tests wait for: the same words in both formats,
     and in JSON one log record with the address also as ``url``."""

@@ -18,6 +18,7 @@ from elicitation_gateway.server.logs import (
     configure_logging,
     listening_line,
     quiet_dropped_clients,
+    setup_line,
     timing_wanted,
 )
 from elicitation_gateway.server.mcp_endpoint import PATH as MCP_PATH
@@ -88,6 +89,7 @@ def uvicorn_config(app: ASGIApp, settings: Settings, **options: Any) -> uvicorn.
 def serve(settings: Settings) -> None:
     log_config = configure_logging(settings)
     warn_if_exposed(settings)
+    logger.info(setup_line(settings))
     gateway = Gateway(settings)
     app = create_app(settings, gateway)
     config = uvicorn_config(

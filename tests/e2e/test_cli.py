@@ -102,6 +102,39 @@ def test_a_bad_setting_stops_with_a_clear_message():
     assert "GATEWAY_TIMEOUT" in done.stderr
 
 
+def test_a_notify_url_apprise_cannot_parse_stops_the_start_naming_its_position():
+    port = free_port()
+    done = subprocess.run(
+        [sys.executable, "-m", "elicitation_gateway", "--port", str(port)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "GATEWAY_NOTIFY": "json://127.0.0.1:9/hook bogus://tok-5ecret/x"},
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert "GATEWAY_NOTIFY" in done.stderr
+    assert "URL number 2 is not one Apprise understands" in done.stderr
+    assert "URL number 1" not in done.stderr
+    assert "5ecret" not in done.stderr + done.stdout
+    assert "listening on" not in done.stdout
+
+
+def test_start_up_names_the_store_and_the_notification_targets(tmp_path):
+    env = {
+        "GATEWAY_STORE": f"sqlite:///{tmp_path}/5ecret.db",
+        "GATEWAY_NOTIFY": "json://127.0.0.1:9/a json://127.0.0.1:9/b",
+    }
+    with gateway_process("--port", "0", env=env) as (process, _):
+        shown = process.startup_output
+    assert "store: sqlite; 2 notification targets" in shown
+    assert "5ecret" not in shown
+    assert "WARNING" in shown
+    assert "notifications carry no link to the question: set GATEWAY_PUBLIC_URL" in shown
+    with gateway_process("--port", "0") as (process, _):
+        assert "store: memory; no notifications" in process.startup_output
+        assert "GATEWAY_PUBLIC_URL" not in process.startup_output
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 async def test_a_signal_cancels_pending_questions_and_ends_streams(sig):
     with gateway_process("--port", "0") as (process, url):

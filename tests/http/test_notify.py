@@ -295,7 +295,7 @@ async def test_a_question_still_unanswered_near_its_expiry_is_notified_again(mak
     bodies = [json.loads(post["body"]) for post in receiver.posts]
     titles = [body["title"] for body in bodies]
     assert titles == ["Question: Target"] * 3 + ["Reminder: Target"], titles
-    assert "Still unanswered: it is cancelled in 1 min." in bodies[3]["message"]
+    assert "Still unanswered: it is cancelled in 1 s." in bodies[3]["message"]
     assert f"?question={reminded}" in bodies[3]["message"]  # not the answered one, nor the short one
     assert outcomes(text)["sent"] == 4
 
@@ -429,8 +429,9 @@ async def test_a_failing_target_is_retried_without_sending_again_to_the_others(m
 
 
 async def test_targets_are_named_by_position_and_scheme_never_by_their_secrets(make_server, receiver, caplog):
-    """A URL Apprise cannot parse is an ERROR naming its position; the service starts, the others are
-    notified, and no metric or log line holds anything of a URL but its scheme."""
+    """A URL Apprise cannot parse is an ERROR naming its position; a gateway made in-process serves
+    and notifies the others (the command stops before it listens: tests/e2e/test_cli.py), and no
+    metric or log line holds anything of a URL but its scheme."""
     caplog.set_level(logging.DEBUG)
     secret_url = f"json://hook-user:pw-5ecret@127.0.0.1:{receiver.port}/hook-5ecret"
     unparseable = ["bogus://tok-5ecret-two/x", "tok-5ecret-three"]
@@ -451,3 +452,22 @@ async def test_targets_are_named_by_position_and_scheme_never_by_their_secrets(m
             record.name.startswith(("apprise", "uvicorn")) and record.levelno >= logging.INFO
         ):
             assert "5ecret" not in record.getMessage(), record.getMessage()
+
+
+@pytest.mark.parametrize("public_url", [None, "https://gw.test"])
+async def test_notifying_without_a_public_url_is_warned_of(make_server, receiver, caplog, public_url):
+    caplog.set_level(logging.INFO)
+    make_server(notify=[receiver.url], public_url=public_url)
+    warned = [
+        record.getMessage()
+        for record in caplog.records
+        if record.levelno == logging.WARNING and "GATEWAY_PUBLIC_URL" in record.getMessage()
+    ]
+    assert warned == (
+        []
+        if public_url
+        else [
+            "notifications carry no link to the question: set GATEWAY_PUBLIC_URL to the address people "
+            "open the gateway at"
+        ]
+    )

@@ -29,6 +29,7 @@ from elicitation_gateway.server.logs import (
     listening_line,
     quiet_dropped_clients,
     route_of,
+    setup_line,
     timing_wanted,
 )
 from elicitation_gateway.settings import Settings
@@ -152,6 +153,23 @@ def test_the_listening_line_in_text_and_json():
         f"Elicitation Gateway listening on {url}",
         url,
     )
+
+
+@pytest.mark.parametrize(
+    ("store", "notify", "line"),
+    [
+        ("memory", [], "store: memory; no notifications"),
+        ("sqlite:////var/lib/5ecret/gateway.db", ["json://a"], "store: sqlite; 1 notification target"),
+        (
+            "redis://:pw-5ecret@redis.internal:6379/0",
+            ["json://a", "ntfy://b"],
+            "store: redis; 2 notification targets",
+        ),
+        ("rediss://user:pw-5ecret@redis.internal/0", [], "store: rediss; no notifications"),
+    ],
+)
+def test_the_setup_line_names_the_store_s_kind_never_its_address_and_counts_targets(store, notify, line):
+    assert setup_line(Settings.model_construct(store=store, notify=notify)) == line
 
 
 @pytest.fixture

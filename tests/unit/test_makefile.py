@@ -72,3 +72,15 @@ def test_a_changed_pyproject_installs_again(venv: Path):
     past = (ROOT / "pyproject.toml").stat().st_mtime - 10
     os.utime(stamp, (past, past))
     assert installs(make(venv, "run")) == [".[answer,notify,redis]"]
+
+
+def test_the_readme_s_sqlite_file_is_ignored_by_git():
+    """``GATEWAY_STORE=sqlite:///gateway.db make run`` leaves the clone clean: the file, its journal
+    and its write-ahead log and shared-memory index."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    names = ["gateway.db", "gateway.db-wal", "gateway.db-shm", "gateway.db-journal"]
+    done = subprocess.run(
+        ["git", "check-ignore", "--no-index", *names], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.stdout.split() == names

@@ -151,6 +151,26 @@ def test_compose_writes_valid_utf8_whatever_the_store_holds():
     title.encode("utf-8")
 
 
+@pytest.mark.parametrize(
+    ("seconds", "said"),
+    [
+        *[(0.2, "1 s"), (1, "1 s"), (20, "20 s"), (20.4, "20 s"), (59.9, "60 s"), (90, "90 s")],
+        *[(119.4, "119 s"), (119.6, "2 min"), (299.99, "5 min"), (300, "5 min"), (329, "5 min")],
+        *[(331, "6 min"), (3600, "60 min")],
+    ],
+)
+def test_the_time_left_is_said_to_the_nearest_unit(seconds, said):
+    assert notify.time_left(seconds) == said
+
+
+@pytest.mark.parametrize(("left", "said"), [(20, "in 20 s"), (300, "in 5 min")])
+def test_a_reminder_says_how_long_the_question_has_left(left, said):
+    # 0.3 s over: composing takes a moment, and the reminder is still said to the nearest second.
+    reminded = record("que_1").model_copy(update={"expires_at": time.time() + left + 0.3})
+    _, body = compose(reminded, "https://gw.test", reminder=True)
+    assert body.splitlines()[0] == f"Still unanswered: it is cancelled {said}."
+
+
 def test_apprise_timeouts_follow_the_notify_timeout_unless_the_url_sets_them():
     plugin = load_plugin("json://127.0.0.1:9/hook", 7.5)
     assert (plugin.socket_connect_timeout, plugin.socket_read_timeout) == (7.5, 7.5)
@@ -167,6 +187,12 @@ def test_a_url_apprise_cannot_parse_is_refused_without_apprise_quoting_it(url, c
     caplog.set_level(logging.DEBUG)
     assert load_plugin(url, 10) is None
     assert not [record for record in caplog.records if "5ecret" in record.getMessage()]
+
+
+def test_the_urls_apprise_cannot_parse_are_named_by_position():
+    urls = ["json://127.0.0.1:9/hook", "bogus://tok-5ecret/x", "ntfy://ntfy.sh/topic", "tok-5ecret"]
+    assert notify.unusable_urls(urls, 10) == [2, 4]
+    assert notify.unusable_urls(urls[:1], 10) == []
 
 
 @pytest.mark.parametrize(
