@@ -1,4 +1,4 @@
-"""``python -m elicitation_gateway ask``: ask a running gateway from a shell script, and branch on the answer.
+"""``elicitation-gateway ask``: ask a running gateway from a shell script, and branch on the answer.
 
 The elicitation is read as JSON from ``--schema FILE`` or standard input; the ``ElicitResult`` is
 printed as one line of JSON, and the exit code says what the person did.
@@ -16,6 +16,7 @@ ACCEPTED, DECLINED, CANCELLED, FAILED = 0, 1, 2, 3
 EXIT_CODES = {"accept": ACCEPTED, "decline": DECLINED, "cancel": CANCELLED}
 INTERRUPTED = 130
 
+PROG = "elicitation-gateway ask"
 EPILOG = f"""\
 The input is MCP form params ({{"message": ..., "requestedSchema": {{...}}}}), a JSON-RPC
 elicitation/create request, or a requestedSchema alone (then --message gives the message).
@@ -37,7 +38,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
-        prog="python -m elicitation_gateway ask",
+        prog=PROG,
         description="Ask a running Elicitation Gateway an MCP elicitation, print the ElicitResult as JSON.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -122,5 +123,5 @@ async def _ask(args: argparse.Namespace, params: dict[str, Any]) -> dict[str, An
 
 
 def _fail(message: str) -> int:
-    print(f"python -m elicitation_gateway ask: {message}", file=sys.stderr)
+    print(f"{PROG}: {message}", file=sys.stderr)
     return FAILED

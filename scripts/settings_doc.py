@@ -43,7 +43,7 @@ INTRO = """\
 Every setting of the gateway comes from an environment variable; the few that have a flag on the
 `serve` command (`elicitation-gateway --host … --port … --store …`) take the flag first. Names are
 not case-sensitive. A value the gateway cannot use stops it before it listens, with
-`invalid setting <name> (GATEWAY_<NAME>): <why>` on standard error and exit status `2`.
+`elicitation-gateway: invalid setting <name> (GATEWAY_<NAME>): <why>` on standard error and exit status `2`.
 
 - The names operators and compose files rely on are part of the wire contract
   ([protocol.md](protocol.md#settings-that-are-part-of-the-contract)).

@@ -1,4 +1,4 @@
-"""The terminal answerer behind ``python -m elicitation_gateway answer``.
+"""The terminal answerer behind ``elicitation-gateway answer``.
 
 - :mod:`.draft`: a pending request's questions and the answers being put together (pure);
 - :mod:`.connection`: the gateway's HTTP routes and its event stream, with reconnects;

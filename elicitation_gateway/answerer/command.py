@@ -1,4 +1,4 @@
-"""``python -m elicitation_gateway answer``: answer a running gateway's questions in the terminal.
+"""``elicitation-gateway answer``: answer a running gateway's questions in the terminal.
 
 The gateway's address comes from ``--url`` (else ``GATEWAY_URL``, else ``http://127.0.0.1:4096``); its
 answerer credentials from ``--username``/``--password`` (else ``OPENCODE_SERVER_USERNAME`` and
@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+PROG = "elicitation-gateway answer"
 DEFAULT_URL = "http://127.0.0.1:4096"
 
 
@@ -34,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         from elicitation_gateway.answerer.connection import basic_auth
     except ImportError as missing:
         print(
-            f"answer: the terminal answerer needs the 'answer' extra ({missing}); "
+            f"{PROG}: the terminal answerer needs the 'answer' extra ({missing}); "
             "install it with: pip install 'elicitation-gateway[answer]'",
             file=sys.stderr,
         )
@@ -42,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     auth = basic_auth(args.username, args.password)
     problem = asyncio.run(_check_gateway(url, auth, directory))
     if problem:
-        print(f"answer: {problem}", file=sys.stderr)
+        print(f"{PROG}: {problem}", file=sys.stderr)
         return 1
     app = AnswerApp(url, auth, directory=directory)
     app.run()
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m elicitation_gateway answer",
+        prog=PROG,
         description="Answer a running gateway's questions in the terminal, one request at a time.",
         epilog="Keys: Tab/←/→ question, ↑/↓ option, 1–9 pick, Enter choose (Confirm tab: send), "
         "Esc dismiss, Ctrl+D (or d on Confirm) decline, Ctrl+Q quit.",

@@ -1,4 +1,4 @@
-"""``python -m elicitation_gateway [serve]``: run the gateway with flags and ``GATEWAY_*`` settings."""
+"""``elicitation-gateway [serve]``: run the gateway with flags and ``GATEWAY_*`` settings."""
 
 import argparse
 import importlib.util
@@ -9,14 +9,18 @@ from pydantic import ValidationError
 from elicitation_gateway import __version__
 from elicitation_gateway.settings import Settings
 
+PROG = "elicitation-gateway"  # the console script, also when run as ``python -m elicitation_gateway``
+OTHER_COMMANDS = ("ask", "answer", "proxy")
+
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m elicitation_gateway",
+        prog=PROG,
         description="Elicitation Gateway: MCP elicitations asked as OpenCode questions over SSE.",
-        epilog="Every setting can also come from a GATEWAY_* environment variable (see the README). "
-        "Other commands: 'elicitation-gateway ask --help', 'elicitation-gateway answer --help', "
-        "'elicitation-gateway proxy --help'.",
+        epilog="Every setting can also come from a GATEWAY_* environment variable; docs/settings.md "
+        "lists them all. Other commands: "
+        + ", ".join(f"'{PROG} {command} --help'" for command in OTHER_COMMANDS)
+        + ".",
     )
     parser.add_argument("--host", help="address to listen on (GATEWAY_HOST, default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port to listen on (GATEWAY_PORT, default 4096)")
@@ -25,6 +29,12 @@ def main(argv: list[str]) -> int:
         "--opencode-url", help="bridge a running `opencode serve` at this URL (GATEWAY_OPENCODE_URL)"
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    # The usage line names the other commands too: ``serve`` is only the default.
+    serve_usage = parser.format_usage().removeprefix("usage: ").rstrip()
+    parser.usage = (
+        serve_usage.replace(PROG, f"{PROG} [serve]", 1)
+        + f"\n       {PROG} {{{','.join(OTHER_COMMANDS)}}} [--help] ..."
+    )
     args = parser.parse_args(argv)
 
     overrides = {name: value for name, value in vars(args).items() if value is not None}
@@ -33,20 +43,22 @@ def main(argv: list[str]) -> int:
     except ValidationError as error:
         for problem in error.errors():
             name = ".".join(str(part) for part in problem["loc"])
-            print(f"invalid setting {name} (GATEWAY_{name.upper()}): {problem['msg']}", file=sys.stderr)
+            print(
+                f"{PROG}: invalid setting {name} (GATEWAY_{name.upper()}): {problem['msg']}", file=sys.stderr
+            )
         return 2
 
     is_redis = settings.store.startswith(("redis://", "rediss://", "unix://"))
     if is_redis and importlib.util.find_spec("redis") is None:
         print(
-            "the Redis store needs the redis package: pip install 'elicitation-gateway[redis]'",
+            f"{PROG}: the Redis store needs the redis package: pip install 'elicitation-gateway[redis]'",
             file=sys.stderr,
         )
         return 2
 
     if settings.notify and importlib.util.find_spec("apprise") is None:
         print(
-            "notifications (GATEWAY_NOTIFY) need the apprise package: "
+            f"{PROG}: notifications (GATEWAY_NOTIFY) need the apprise package: "
             "pip install 'elicitation-gateway[notify]'",
             file=sys.stderr,
         )
@@ -58,7 +70,7 @@ def main(argv: list[str]) -> int:
         unusable = unusable_urls(settings.notify, settings.notify_timeout)
         for position in unusable:  # by position: a URL may hold a token
             print(
-                f"invalid setting notify (GATEWAY_NOTIFY): URL number {position} is not one Apprise "
+                f"{PROG}: invalid setting notify (GATEWAY_NOTIFY): URL number {position} is not one Apprise "
                 "understands (https://github.com/caronc/apprise/wiki)",
                 file=sys.stderr,
             )

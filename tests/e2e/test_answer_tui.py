@@ -416,7 +416,9 @@ def test_the_command_starts_and_explains_bad_addresses():
 
     unreachable = run_command("--url", f"http://127.0.0.1:{_free_port()}", env=environment)
     assert unreachable.returncode == 1
-    assert unreachable.stderr.startswith("answer: cannot reach the gateway at http://127.0.0.1:")
+    assert unreachable.stderr.startswith(
+        "elicitation-gateway answer: cannot reach the gateway at http://127.0.0.1:"
+    )
 
 
 def test_the_command_refuses_what_is_not_a_gateway(server, capsys):

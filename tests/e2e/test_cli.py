@@ -1,4 +1,5 @@
-"""``python -m elicitation_gateway`` as operators run it: a real process, flags, environment, signals."""
+"""``elicitation-gateway`` (run as ``python -m elicitation_gateway``) as operators run it: a real process,
+flags, environment, signals."""
 
 import asyncio
 import os
@@ -13,6 +14,8 @@ from contextlib import contextmanager
 import httpx
 import pytest
 
+from elicitation_gateway import __version__
+from elicitation_gateway.__main__ import COMMANDS
 from elicitation_gateway.settings import Settings
 from tests.helpers import ask, form, read_events, text_properties
 
@@ -71,6 +74,58 @@ def test_help_names_the_flags():
     ).stdout
     for flag in ("--host", "--port", "--store"):
         assert flag in shown
+
+
+def run_command(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "elicitation_gateway", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        stdin=subprocess.DEVNULL,
+        timeout=30,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["--bogus"],
+        ["ask", "--help"],
+        ["ask", "--bogus"],
+        ["ask", "--url", "http://127.0.0.1:9"],  # no JSON on stdin
+        ["answer", "--help"],
+        ["answer", "--url", "ftp://example.com"],
+        ["proxy", "--help"],
+    ],
+    ids=" ".join,
+)
+def test_the_command_calls_itself_by_its_installed_name(args):
+    """The console script's name, never ``python -m elicitation_gateway``, in usage and errors."""
+    done = run_command(*args)
+    shown = done.stdout + done.stderr
+    assert "python -m" not in shown
+    command = "elicitation-gateway" + (f" {args[0]}" if args[0] in COMMANDS else "")
+    first = shown.splitlines()[0]
+    assert first.startswith((f"usage: {command} ", f"{command}: ")), first
+
+
+def test_the_version_and_start_refusals_name_the_command():
+    assert run_command("--version").stdout == f"elicitation-gateway {__version__}\n"
+    refused = run_command(env={"GATEWAY_TIMEOUT": "-1"})
+    assert refused.stderr.startswith("elicitation-gateway: invalid setting timeout (GATEWAY_TIMEOUT): ")
+
+
+def test_the_usage_line_names_every_command_and_the_help_the_settings_page():
+    shown = run_command("--help").stdout
+    usage = shown.split("\n\n", 1)[0]
+    assert usage.startswith("usage: elicitation-gateway [serve] ")
+    for command in set(COMMANDS) - {"serve"}:
+        assert command in usage, command
+    assert "docs/settings.md" in shown
+    assert "README" not in shown
 
 
 def test_flags_choose_host_and_port():
