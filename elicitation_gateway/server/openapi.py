@@ -1,6 +1,6 @@
 """``GET /doc``: the OpenAPI 3.1 document of every route.
 
-Every schema comes from a model the routes build or validate their bodies with (:mod:`.schemas`, the MCP
+Every schema comes from a model the routes build or validate their bodies with (:mod:`.bodies`, the MCP
 SDK's, OpenCode's ``QuestionRequest``), and every operation's ``security`` from
 :func:`~.security.role_of`, which the access control itself asks: the document cannot list keys the
 bodies do not have, nor a door the middleware does not keep. Written here is only what has no model:
@@ -21,10 +21,10 @@ from pydantic_core import CoreSchema, core_schema
 
 from elicitation_gateway import __version__
 from elicitation_gateway.models import QuestionRequest
-from elicitation_gateway.server.schemas import (
+from elicitation_gateway.server.bodies import (
     BadRequest,
     ElicitationStatus,
-    GatewayError,
+    ErrorBody,
     GlobalHealth,
     Healthz,
     JSONRPCElicitRequest,
@@ -53,7 +53,7 @@ RESPONSE_BODIES: tuple[type[BaseModel], ...] = (
     JSONRPCElicitResponse,
     JSONRPCError,
     ElicitationStatus,
-    GatewayError,
+    ErrorBody,
     BadRequest,
     QuestionNotFoundError,
     QuestionRequest,
@@ -168,12 +168,12 @@ def _document(*, tool_token: bool, password: bool) -> dict[str, Any]:
             operation["security"] = [*security] if required[role] or not security else [*security, {}]
             responses = operation["responses"]
             if role != "public":
-                responses["401"] = _json(ref(GatewayError), _UNAUTHORIZED[role])
+                responses["401"] = _json(ref(ErrorBody), _UNAUTHORIZED[role])
             if origin_checked(method.upper(), concrete):
-                responses["403"] = _json(ref(GatewayError), _CROSS_ORIGIN)
+                responses["403"] = _json(ref(ErrorBody), _CROSS_ORIGIN)
             if body_rule(method.upper(), concrete) is not None:
-                responses["415"] = _json(ref(BadRequest if role == "answerer" else GatewayError), _NOT_JSON)
-            responses["421"] = _json(ref(GatewayError), _FOREIGN_HOST)
+                responses["415"] = _json(ref(BadRequest if role == "answerer" else ErrorBody), _NOT_JSON)
+            responses["421"] = _json(ref(ErrorBody), _FOREIGN_HOST)
             operation["responses"] = dict(sorted(responses.items()))
     return {
         "openapi": "3.1.0",
@@ -234,13 +234,13 @@ _STREAM = {
 def _paths(ref: Ref) -> dict[str, Any]:
     """Every route; ``security`` and the 401s are added by role."""
     tool_errors = {
-        "400": _json(ref(GatewayError), "Malformed request, params or schema; nothing was asked."),
-        "413": _json(ref(GatewayError), "The body is larger than the limit."),
+        "400": _json(ref(ErrorBody), "Malformed request, params or schema; nothing was asked."),
+        "413": _json(ref(ErrorBody), "The body is larger than the limit."),
         "422": _json(
-            ref(GatewayError), "The schema is over a limit (questions, options, text) or asks for a secret."
+            ref(ErrorBody), "The schema is over a limit (questions, options, text) or asks for a secret."
         ),
-        "429": _json(ref(GatewayError), "Too many questions pending."),
-        "503": _json(ref(GatewayError), "The gateway is shutting down or its store is unavailable."),
+        "429": _json(ref(ErrorBody), "Too many questions pending."),
+        "503": _json(ref(ErrorBody), "The gateway is shutting down or its store is unavailable."),
     }
     answerer_errors = {
         "400": _json(ref(BadRequest), "Malformed id or body, or answers that do not fit (data.issues)."),
@@ -248,7 +248,7 @@ def _paths(ref: Ref) -> dict[str, Any]:
         "413": _json(ref(BadRequest), "The body is larger than the limit."),
     }
     ask_body = {"required": True, "content": {"application/json": {"schema": ref(ElicitRequestFormParams)}}}
-    too_many_streams = {"429": _json(ref(GatewayError), "Too many event streams open.")}
+    too_many_streams = {"429": _json(ref(ErrorBody), "Too many event streams open.")}
     static_files = _static_files()
 
     def question_list(operation_id: str) -> dict[str, Any]:
@@ -321,7 +321,7 @@ def _paths(ref: Ref) -> dict[str, Any]:
                 "responses": {
                     "200": _json(ref(ElicitationStatus), "The elicitation."),
                     "400": tool_errors["400"],
-                    "404": _json(ref(GatewayError), "Unknown, or finished too long ago."),
+                    "404": _json(ref(ErrorBody), "Unknown, or finished too long ago."),
                     "503": tool_errors["503"],
                 },
             },
@@ -331,8 +331,8 @@ def _paths(ref: Ref) -> dict[str, Any]:
                 "parameters": [_ELICITATION_ID],
                 "responses": {
                     "200": _json(ref(ElicitationStatus), "Withdrawn: cancelled."),
-                    "404": _json(ref(GatewayError), "Unknown."),
-                    "409": _json(ref(GatewayError), "Already finished; status says how."),
+                    "404": _json(ref(ErrorBody), "Unknown."),
+                    "409": _json(ref(ErrorBody), "Already finished; status says how."),
                     "503": tool_errors["503"],
                 },
             },
@@ -417,7 +417,7 @@ def _paths(ref: Ref) -> dict[str, Any]:
                             for media_type in sorted(set(static_files.values()))
                         },
                     },
-                    "404": _json(ref(GatewayError), "No such file."),
+                    "404": _json(ref(ErrorBody), "No such file."),
                 },
             }
         },

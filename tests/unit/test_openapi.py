@@ -12,6 +12,7 @@ from starlette.types import Receive, Scope, Send
 
 from elicitation_gateway.gateway import Gateway
 from elicitation_gateway.server.app import create_app
+from elicitation_gateway.server.bodies import FormField, QuestionForm
 from elicitation_gateway.server.openapi import (
     REF,
     REQUEST_BODIES,
@@ -20,7 +21,6 @@ from elicitation_gateway.server.openapi import (
     WireJsonSchema,
     openapi_document,
 )
-from elicitation_gateway.server.schemas import FormField, QuestionForm
 from elicitation_gateway.server.security import AccessControl, Role, role_of
 from tests.conftest import settings_for_tests
 from tests.helpers import form

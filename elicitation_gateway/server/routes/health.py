@@ -8,8 +8,8 @@ from elicitation_gateway import __version__
 from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.gateway import Gateway
 from elicitation_gateway.metrics import CONTENT_TYPE
+from elicitation_gateway.server.bodies import GlobalHealth, Healthz, Livez, json_response
 from elicitation_gateway.server.openapi import openapi_document
-from elicitation_gateway.server.schemas import GlobalHealth, Healthz, Livez, json_response
 
 
 def _gateway(request: Request) -> Gateway:

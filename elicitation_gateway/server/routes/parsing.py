@@ -15,8 +15,8 @@ from elicitation_gateway import encoding
 from elicitation_gateway.conversion.schema import build_form
 from elicitation_gateway.gateway import AskOptions, Caller, printable_id, valid_session_id
 from elicitation_gateway.models import QuestionTool
+from elicitation_gateway.server.bodies import QuestionReply
 from elicitation_gateway.server.errors import PayloadError, ToolError, bad_request, tool_error
-from elicitation_gateway.server.schemas import QuestionReply
 from elicitation_gateway.server.security import role_of
 
 

@@ -10,6 +10,7 @@ from starlette.routing import Route
 from elicitation_gateway.conversion.answers import AnswerError
 from elicitation_gateway.encoding import JsonResponse, to_utf8
 from elicitation_gateway.gateway import CANCEL, Gateway, NotFound
+from elicitation_gateway.server.bodies import FormField, QuestionForm, QuestionReject, json_response
 from elicitation_gateway.server.errors import PayloadError, bad_request, question_not_found
 from elicitation_gateway.server.routes.parsing import (
     BodyTooLarge,
@@ -19,7 +20,6 @@ from elicitation_gateway.server.routes.parsing import (
     parse_json,
     read_body,
 )
-from elicitation_gateway.server.schemas import FormField, QuestionForm, QuestionReject, json_response
 from elicitation_gateway.stores.base import Record
 
 
