@@ -1,10 +1,11 @@
 """``GET /doc``: the OpenAPI 3.1 document of every route.
 
 Every schema comes from a model the routes build or validate their bodies with (:mod:`.bodies`, the MCP
-SDK's, OpenCode's ``QuestionRequest``), and every operation's ``security`` from
-:func:`~.security.role_of`, which the access control itself asks: the document cannot list keys the
-bodies do not have, nor a door the middleware does not keep. Written here is only what has no model:
-paths, operation ids (OpenCode's among them), parameters and descriptions.
+SDK's, OpenCode's ``QuestionRequest``), and every operation's ``security`` from the route table
+(:mod:`.routes.table`), which the access control itself asks: the document cannot list keys the
+bodies do not have, nor a door the middleware does not keep, and each row of the table has its
+operation here (or the document fails to build). Written here is only what has no model: operation
+ids (OpenCode's among them), parameters and descriptions.
 """
 
 import mimetypes
@@ -35,7 +36,9 @@ from elicitation_gateway.server.bodies import (
     QuestionReject,
     QuestionReply,
 )
-from elicitation_gateway.server.security import Role, body_rule, origin_checked, role_of
+from elicitation_gateway.server.routes.page import STATIC_DIRECTORY
+from elicitation_gateway.server.routes.table import ROUTES, Row
+from elicitation_gateway.server.security import Role
 from elicitation_gateway.settings import Settings
 
 REF = "#/components/schemas/{model}"
@@ -135,7 +138,7 @@ ROLE_SECURITY: dict[Role, list[dict[str, list[str]]]] = {
     "answerer": [{"answererPassword": []}, {"answererAuthToken": []}],
     "public": [],
 }
-"""Which schemes open an operation, by the role :func:`role_of` gives its path."""
+"""Which schemes open an operation, by the role the route table gives its path."""
 
 _UNAUTHORIZED = {
     "tool": "GATEWAY_TOOL_TOKEN is set and the request has not got it.",
@@ -159,19 +162,20 @@ def openapi_document(settings: Settings) -> dict[str, Any]:
 def _document(*, tool_token: bool, password: bool) -> dict[str, Any]:
     ref, schemas = component_schemas()
     paths = _paths(ref)
+    _check_against_the_table(paths)
     required = {"tool": tool_token, "answerer": password, "public": False}
     for path, operations in paths.items():
         concrete = re.sub(r"\{[^}]*\}", "x", path)  # as a request for the path would have it
-        role = role_of(concrete)
+        role = ROUTES.role_of(concrete)
         for method, operation in operations.items():
             security = ROLE_SECURITY[role]
             operation["security"] = [*security] if required[role] or not security else [*security, {}]
             responses = operation["responses"]
             if role != "public":
                 responses["401"] = _json(ref(ErrorBody), _UNAUTHORIZED[role])
-            if origin_checked(method.upper(), concrete):
+            if ROUTES.origin_checked(method.upper(), concrete):
                 responses["403"] = _json(ref(ErrorBody), _CROSS_ORIGIN)
-            if body_rule(method.upper(), concrete) is not None:
+            if ROUTES.body_rule(method.upper(), concrete) is not None:
                 responses["415"] = _json(ref(BadRequest if role == "answerer" else ErrorBody), _NOT_JSON)
             responses["421"] = _json(ref(ErrorBody), _FOREIGN_HOST)
             operation["responses"] = dict(sorted(responses.items()))
@@ -185,6 +189,25 @@ def _document(*, tool_token: bool, password: bool) -> dict[str, Any]:
         "paths": paths,
         "components": {"schemas": schemas, "securitySchemes": SECURITY_SCHEMES},
     }
+
+
+def documented_path(row: Row) -> str:
+    """Where the document puts a row's operations: a mount's are on its files."""
+    return f"{row.path}/{{file}}" if row.mount else row.path
+
+
+def _check_against_the_table(paths: dict[str, Any]) -> None:
+    """Every row of the route table has its operations here, and every operation its row."""
+    served: set[tuple[str, str]] = set()
+    for row in ROUTES.rows:
+        path = documented_path(row)
+        if path not in paths:
+            raise LookupError(f"the route {path} has no operation in the OpenAPI document")
+        methods = paths[path].keys() if row.methods is None else [method.lower() for method in row.methods]
+        served.update((path, method) for method in methods)
+    documented = {(path, method) for path, operations in paths.items() for method in operations}
+    if documented != served:
+        raise LookupError(f"operations and routes differ: {sorted(documented ^ served)}")
 
 
 def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
@@ -481,8 +504,6 @@ def _paths(ref: Ref) -> dict[str, Any]:
 
 def _static_files() -> dict[str, str]:
     """What ``/static`` serves: each file with the media type Starlette gives it (by ``mimetypes``)."""
-    from elicitation_gateway.server.routes.page import STATIC_DIRECTORY  # the routes import this module
-
     files = (path for path in STATIC_DIRECTORY.iterdir() if path.is_file())
     return {path.name: mimetypes.guess_type(path.name)[0] or "application/octet-stream" for path in files}
 

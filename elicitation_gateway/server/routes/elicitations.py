@@ -9,7 +9,6 @@ from mcp.types import ElicitResult
 from mcp_types.jsonrpc import INVALID_PARAMS, PARSE_ERROR
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from elicitation_gateway.conversion.schema import SchemaError
 from elicitation_gateway.encoding import JsonResponse
@@ -137,14 +136,6 @@ async def withdraw(request: Request) -> Response:
             status=finished.record.status,
         )
     return json_response(_status_body(record))
-
-
-routes = [
-    Route("/elicit", elicit, methods=["POST"]),
-    Route("/elicitations", create, methods=["POST"]),
-    Route("/elicitations/{id}", read, methods=["GET"]),
-    Route("/elicitations/{id}", withdraw, methods=["DELETE"]),
-]
 
 
 async def _ask(request: Request, gateway: Gateway, params: Any, caller: Caller | None = None) -> Record:

@@ -5,7 +5,6 @@ from collections.abc import AsyncIterator
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
 
 from elicitation_gateway.conversion.answers import AnswerError
 from elicitation_gateway.encoding import JsonResponse, to_utf8
@@ -91,15 +90,6 @@ async def question_form(request: Request) -> Response:
     except NotFound as missing:
         return question_not_found(str(missing))
     return json_response(describe_form(record))
-
-
-routes = [
-    Route("/question", list_questions, methods=["GET"]),
-    Route("/question/", list_questions, methods=["GET"]),
-    Route("/question/{requestID}/form", question_form, methods=["GET"]),
-    Route("/question/{requestID}/reply", reply, methods=["POST"]),
-    Route("/question/{requestID}/reject", reject, methods=["POST"]),
-]
 
 
 def _request_id(request: Request) -> str:
