@@ -5,6 +5,7 @@ Served by ``elicitation-gateway``, or by any ASGI server:
 """
 
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator
 
@@ -18,8 +19,9 @@ from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.gateway import Gateway
 from elicitation_gateway.server.logs import CLIENT_GONE, route_of
 from elicitation_gateway.server.mcp_endpoint import McpEndpoint
-from elicitation_gateway.server.routes import routes
+from elicitation_gateway.server.openapi import openapi_document
 from elicitation_gateway.server.routes.parsing import UrlTextCheck
+from elicitation_gateway.server.routes.table import ROUTES
 from elicitation_gateway.server.security import AccessControl, BrowserGuard
 from elicitation_gateway.server.tracing import tracing_middleware
 from elicitation_gateway.settings import Settings
@@ -59,7 +61,10 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     settings = settings or Settings()
     gateway = gateway or Gateway(settings)
     mcp = McpEndpoint(gateway, settings)
-    middleware = [Middleware(AccessControl, settings=settings), Middleware(UrlTextCheck)]
+    middleware = [
+        Middleware(AccessControl, settings=settings, routes=ROUTES),
+        Middleware(UrlTextCheck, routes=ROUTES),
+    ]
     bridge = None
     if settings.opencode_url:  # bridge mode: decided here, so that without it nothing changes
         from elicitation_gateway.server.bridge import Bridge
@@ -67,7 +72,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         bridge = Bridge(gateway, settings)
         middleware.insert(0, bridge.middleware())
     # Hosts and origins before anything else (in bridge mode, before requests are forwarded to OpenCode).
-    middleware.insert(0, Middleware(BrowserGuard, settings=settings))
+    middleware.insert(0, Middleware(BrowserGuard, settings=settings, routes=ROUTES))
     middleware[:0] = tracing_middleware()  # outermost; only with the `otel` extra and a tracer provider
 
     @contextlib.asynccontextmanager
@@ -81,7 +86,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
                 await gateway.shutdown()
 
     app = Starlette(
-        routes=[*(bridge.routes if bridge else ()), *routes, *mcp.routes],
+        routes=ROUTES.routes(bridge.handlers if bridge else None),
         middleware=middleware,
         lifespan=lifespan,
         exception_handlers={
@@ -94,4 +99,6 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     app.state.gateway = gateway
     app.state.settings = settings
     app.state.bridge = bridge
+    app.state.mcp = mcp
+    app.state.openapi_document = functools.partial(openapi_document, settings)
     return app

@@ -1,6 +1,6 @@
 """Error bodies on the wire: the tool side's ``{error, message}``, OpenCode's shapes on the answerer
 side, and JSON-RPC errors for ``elicitation/create`` envelopes; each built from its model in
-:mod:`.schemas` (or the MCP SDK's, for JSON-RPC)."""
+:mod:`.bodies` (or the MCP SDK's, for JSON-RPC)."""
 
 from collections.abc import Iterable
 from typing import Any, Literal
@@ -9,10 +9,10 @@ from mcp_types.jsonrpc import INVALID_PARAMS, ErrorData, JSONRPCError
 
 from elicitation_gateway.conversion.answers import Issue
 from elicitation_gateway.encoding import JsonResponse
-from elicitation_gateway.server.schemas import (
+from elicitation_gateway.server.bodies import (
     BadRequest,
     BadRequestData,
-    GatewayError,
+    ErrorBody,
     QuestionNotFoundError,
     json_response,
 )
@@ -48,7 +48,7 @@ class PayloadError(Exception):
 
 def tool_error(http_status: int, code: str, message: str, status: Status | None = None) -> JsonResponse:
     """``status``: how an elicitation already finished, for a 409."""
-    return json_response(GatewayError(error=code, message=message, status=status), http_status)
+    return json_response(ErrorBody(error=code, message=message, status=status), http_status)
 
 
 def bad_request(

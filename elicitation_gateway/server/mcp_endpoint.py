@@ -19,7 +19,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, field_validator
-from starlette.routing import BaseRoute
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from elicitation_gateway import __version__
 from elicitation_gateway.conversion.schema import SchemaError
@@ -132,8 +133,17 @@ def summary(questions: list[QuestionInput], outcome: QuestionAnswers) -> str:
     return f"User has answered your questions: {pairs}. You can now continue with the user's answers in mind."
 
 
+class McpRoute:
+    """The ``/mcp`` route's ASGI app: the MCP endpoint of the app the request came to (each app makes
+    its own, on its gateway)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        endpoint: McpEndpoint = scope["app"].state.mcp
+        await endpoint.asgi(scope, receive, send)
+
+
 class McpEndpoint:
-    """The MCP server of one gateway: its routes, and the session manager its lifespan runs."""
+    """The MCP server of one gateway: its transport, and the session manager its lifespan runs."""
 
     def __init__(self, gateway: Gateway, settings: Settings) -> None:
         self.gateway = gateway
@@ -159,7 +169,10 @@ class McpEndpoint:
             # the SDK's own check knows neither GATEWAY_ALLOWED_HOSTS nor GATEWAY_CORS_ORIGINS.
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
-        self.routes: list[BaseRoute] = list(app.routes)
+        (route,) = app.routes  # the transport at PATH, without the SDK's app around it
+        assert isinstance(route, Route), route
+        assert route.path == PATH, route.path
+        self.asgi: ASGIApp = route.app
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:

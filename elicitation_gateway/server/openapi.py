@@ -1,10 +1,11 @@
 """``GET /doc``: the OpenAPI 3.1 document of every route.
 
-Every schema comes from a model the routes build or validate their bodies with (:mod:`.schemas`, the MCP
-SDK's, OpenCode's ``QuestionRequest``), and every operation's ``security`` from
-:func:`~.security.role_of`, which the access control itself asks: the document cannot list keys the
-bodies do not have, nor a door the middleware does not keep. Written here is only what has no model:
-paths, operation ids (OpenCode's among them), parameters and descriptions.
+Every schema comes from a model the routes build or validate their bodies with (:mod:`.bodies`, the MCP
+SDK's, OpenCode's ``QuestionRequest``), and every operation's ``security`` from the route table
+(:mod:`.routes.table`), which the access control itself asks: the document cannot list keys the
+bodies do not have, nor a door the middleware does not keep, and each row of the table has its
+operation here (or the document fails to build). Written here is only what has no model: operation
+ids (OpenCode's among them), parameters and descriptions.
 """
 
 import mimetypes
@@ -21,10 +22,10 @@ from pydantic_core import CoreSchema, core_schema
 
 from elicitation_gateway import __version__
 from elicitation_gateway.models import QuestionRequest
-from elicitation_gateway.server.schemas import (
+from elicitation_gateway.server.bodies import (
     BadRequest,
     ElicitationStatus,
-    GatewayError,
+    ErrorBody,
     GlobalHealth,
     Healthz,
     JSONRPCElicitRequest,
@@ -35,7 +36,9 @@ from elicitation_gateway.server.schemas import (
     QuestionReject,
     QuestionReply,
 )
-from elicitation_gateway.server.security import Role, body_rule, origin_checked, role_of
+from elicitation_gateway.server.routes.page import STATIC_DIRECTORY
+from elicitation_gateway.server.routes.table import ROUTES, Row
+from elicitation_gateway.server.security import Role
 from elicitation_gateway.settings import Settings
 
 REF = "#/components/schemas/{model}"
@@ -53,7 +56,7 @@ RESPONSE_BODIES: tuple[type[BaseModel], ...] = (
     JSONRPCElicitResponse,
     JSONRPCError,
     ElicitationStatus,
-    GatewayError,
+    ErrorBody,
     BadRequest,
     QuestionNotFoundError,
     QuestionRequest,
@@ -135,7 +138,7 @@ ROLE_SECURITY: dict[Role, list[dict[str, list[str]]]] = {
     "answerer": [{"answererPassword": []}, {"answererAuthToken": []}],
     "public": [],
 }
-"""Which schemes open an operation, by the role :func:`role_of` gives its path."""
+"""Which schemes open an operation, by the role the route table gives its path."""
 
 _UNAUTHORIZED = {
     "tool": "GATEWAY_TOOL_TOKEN is set and the request has not got it.",
@@ -159,21 +162,22 @@ def openapi_document(settings: Settings) -> dict[str, Any]:
 def _document(*, tool_token: bool, password: bool) -> dict[str, Any]:
     ref, schemas = component_schemas()
     paths = _paths(ref)
+    _check_against_the_table(paths)
     required = {"tool": tool_token, "answerer": password, "public": False}
     for path, operations in paths.items():
         concrete = re.sub(r"\{[^}]*\}", "x", path)  # as a request for the path would have it
-        role = role_of(concrete)
+        role = ROUTES.role_of(concrete)
         for method, operation in operations.items():
             security = ROLE_SECURITY[role]
             operation["security"] = [*security] if required[role] or not security else [*security, {}]
             responses = operation["responses"]
             if role != "public":
-                responses["401"] = _json(ref(GatewayError), _UNAUTHORIZED[role])
-            if origin_checked(method.upper(), concrete):
-                responses["403"] = _json(ref(GatewayError), _CROSS_ORIGIN)
-            if body_rule(method.upper(), concrete) is not None:
-                responses["415"] = _json(ref(BadRequest if role == "answerer" else GatewayError), _NOT_JSON)
-            responses["421"] = _json(ref(GatewayError), _FOREIGN_HOST)
+                responses["401"] = _json(ref(ErrorBody), _UNAUTHORIZED[role])
+            if ROUTES.origin_checked(method.upper(), concrete):
+                responses["403"] = _json(ref(ErrorBody), _CROSS_ORIGIN)
+            if ROUTES.body_rule(method.upper(), concrete) is not None:
+                responses["415"] = _json(ref(BadRequest if role == "answerer" else ErrorBody), _NOT_JSON)
+            responses["421"] = _json(ref(ErrorBody), _FOREIGN_HOST)
             operation["responses"] = dict(sorted(responses.items()))
     return {
         "openapi": "3.1.0",
@@ -185,6 +189,25 @@ def _document(*, tool_token: bool, password: bool) -> dict[str, Any]:
         "paths": paths,
         "components": {"schemas": schemas, "securitySchemes": SECURITY_SCHEMES},
     }
+
+
+def documented_path(row: Row) -> str:
+    """Where the document puts a row's operations: a mount's are on its files."""
+    return f"{row.path}/{{file}}" if row.mount else row.path
+
+
+def _check_against_the_table(paths: dict[str, Any]) -> None:
+    """Every row of the route table has its operations here, and every operation its row."""
+    served: set[tuple[str, str]] = set()
+    for row in ROUTES.rows:
+        path = documented_path(row)
+        if path not in paths:
+            raise LookupError(f"the route {path} has no operation in the OpenAPI document")
+        methods = paths[path].keys() if row.methods is None else [method.lower() for method in row.methods]
+        served.update((path, method) for method in methods)
+    documented = {(path, method) for path, operations in paths.items() for method in operations}
+    if documented != served:
+        raise LookupError(f"operations and routes differ: {sorted(documented ^ served)}")
 
 
 def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
@@ -234,13 +257,13 @@ _STREAM = {
 def _paths(ref: Ref) -> dict[str, Any]:
     """Every route; ``security`` and the 401s are added by role."""
     tool_errors = {
-        "400": _json(ref(GatewayError), "Malformed request, params or schema; nothing was asked."),
-        "413": _json(ref(GatewayError), "The body is larger than the limit."),
+        "400": _json(ref(ErrorBody), "Malformed request, params or schema; nothing was asked."),
+        "413": _json(ref(ErrorBody), "The body is larger than the limit."),
         "422": _json(
-            ref(GatewayError), "The schema is over a limit (questions, options, text) or asks for a secret."
+            ref(ErrorBody), "The schema is over a limit (questions, options, text) or asks for a secret."
         ),
-        "429": _json(ref(GatewayError), "Too many questions pending."),
-        "503": _json(ref(GatewayError), "The gateway is shutting down or its store is unavailable."),
+        "429": _json(ref(ErrorBody), "Too many questions pending."),
+        "503": _json(ref(ErrorBody), "The gateway is shutting down or its store is unavailable."),
     }
     answerer_errors = {
         "400": _json(ref(BadRequest), "Malformed id or body, or answers that do not fit (data.issues)."),
@@ -248,7 +271,7 @@ def _paths(ref: Ref) -> dict[str, Any]:
         "413": _json(ref(BadRequest), "The body is larger than the limit."),
     }
     ask_body = {"required": True, "content": {"application/json": {"schema": ref(ElicitRequestFormParams)}}}
-    too_many_streams = {"429": _json(ref(GatewayError), "Too many event streams open.")}
+    too_many_streams = {"429": _json(ref(ErrorBody), "Too many event streams open.")}
     static_files = _static_files()
 
     def question_list(operation_id: str) -> dict[str, Any]:
@@ -321,7 +344,7 @@ def _paths(ref: Ref) -> dict[str, Any]:
                 "responses": {
                     "200": _json(ref(ElicitationStatus), "The elicitation."),
                     "400": tool_errors["400"],
-                    "404": _json(ref(GatewayError), "Unknown, or finished too long ago."),
+                    "404": _json(ref(ErrorBody), "Unknown, or finished too long ago."),
                     "503": tool_errors["503"],
                 },
             },
@@ -331,8 +354,8 @@ def _paths(ref: Ref) -> dict[str, Any]:
                 "parameters": [_ELICITATION_ID],
                 "responses": {
                     "200": _json(ref(ElicitationStatus), "Withdrawn: cancelled."),
-                    "404": _json(ref(GatewayError), "Unknown."),
-                    "409": _json(ref(GatewayError), "Already finished; status says how."),
+                    "404": _json(ref(ErrorBody), "Unknown."),
+                    "409": _json(ref(ErrorBody), "Already finished; status says how."),
                     "503": tool_errors["503"],
                 },
             },
@@ -417,7 +440,7 @@ def _paths(ref: Ref) -> dict[str, Any]:
                             for media_type in sorted(set(static_files.values()))
                         },
                     },
-                    "404": _json(ref(GatewayError), "No such file."),
+                    "404": _json(ref(ErrorBody), "No such file."),
                 },
             }
         },
@@ -481,8 +504,6 @@ def _paths(ref: Ref) -> dict[str, Any]:
 
 def _static_files() -> dict[str, str]:
     """What ``/static`` serves: each file with the media type Starlette gives it (by ``mimetypes``)."""
-    from elicitation_gateway.server.routes.page import STATIC_DIRECTORY  # the routes import this module
-
     files = (path for path in STATIC_DIRECTORY.iterdir() if path.is_file())
     return {path.name: mimetypes.guess_type(path.name)[0] or "application/octet-stream" for path in files}
 

@@ -14,7 +14,10 @@ page but the gateway's own (and those the operator allows) steers it.
   ``OPENCODE_SERVER_USERNAME`` / ``OPENCODE_SERVER_PASSWORD`` when the password is set, as the OpenCode
   server does it, or ``?auth_token=<base64 user:pass>`` for browsers' EventSource, which cannot send
   headers. Anything malformed there is a ``401``, like a wrong secret.
-- The routes that take JSON (:data:`JSON_BODIES`) take only a JSON ``Content-Type``: ``415``.
+- The routes that take JSON take only a JSON ``Content-Type``: ``415``.
+
+Which route is whose, and which takes JSON, is the route table's to say (:mod:`.routes.table`): each
+check asks it (:class:`RouteRules`).
 
 Web pages on other origins may read as OpenCode allows them (CORS): local pages on any port, and
 ``GATEWAY_CORS_ORIGINS``.
@@ -31,7 +34,7 @@ import json
 import logging
 import re
 from collections.abc import Iterable
-from typing import Literal
+from typing import Literal, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from starlette.datastructures import Headers
@@ -46,49 +49,24 @@ logger = logging.getLogger(__name__)
 Role = Literal["tool", "answerer", "public"]
 BodyRule = Literal["json", "json_or_empty"]
 
-PUBLIC_PATHS = frozenset({"/global/health", "/healthz", "/livez", "/metrics", "/doc", "/readyz"})
 BASIC_REALM = 'Basic realm="Secure Area"'
-
-
-def role_of(path: str) -> Role:
-    if path in PUBLIC_PATHS:
-        return "public"
-    if path in ("/elicit", "/elicitations", "/mcp") or path.startswith(("/elicitations/", "/mcp/")):
-        return "tool"
-    return "answerer"
-
-
-JSON_BODIES: dict[tuple[str, str], BodyRule] = {
-    ("POST", "/elicit"): "json",
-    ("POST", "/elicitations"): "json",
-    ("POST", "/question/{id}/reply"): "json",
-    # OpenCode's SDK (and the terminal answerer) dismiss with no body and no Content-Type.
-    ("POST", "/question/{id}/reject"): "json_or_empty",
-}
-"""The routes whose body is JSON, by method and path template: a body of any other type is ``415``,
-so that no form or ``text/plain`` post, which a page may send anywhere without asking, reaches them.
-(``/mcp`` is the MCP SDK's: it refuses a ``POST`` that is not ``application/json`` itself.)"""
-
-
-def template_of(path: str) -> str:
-    """The template of a concrete path as :data:`JSON_BODIES` names it."""
-    parts = path.split("/")
-    if len(parts) == 4 and parts[1] == "question" and parts[2]:
-        return f"/question/{{id}}/{parts[3]}"
-    return path
-
-
-def body_rule(method: str, path: str) -> BodyRule | None:
-    return JSON_BODIES.get((method, template_of(path)))
-
-
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-def origin_checked(method: str, path: str) -> bool:
-    """Whether a browser's request must come from an allowed origin: any that changes something, and
-    every request to ``/mcp`` (MCP's Streamable HTTP wants ``Origin`` checked on every connection)."""
-    return method in STATE_CHANGING or path == "/mcp" or path.startswith("/mcp/")
+class RouteRules(Protocol):
+    """What the checks ask of a request's route: the route table (:class:`.routes.table.RouteTable`)."""
+
+    def role_of(self, path: str) -> Role:
+        """Whose credentials open ``path``."""
+        ...
+
+    def body_rule(self, method: str, path: str) -> BodyRule | None:
+        """Whether the route takes a JSON body only (any other type is ``415``), or JSON or nothing."""
+        ...
+
+    def origin_checked(self, method: str, path: str) -> bool:
+        """Whether a browser's request must come from an allowed origin."""
+        ...
 
 
 JSON_MEDIA_TYPE = re.compile(r"application/(?:[^\s/;+]+\+)?json", re.IGNORECASE)
@@ -184,8 +162,9 @@ class BrowserGuard:
     (403 otherwise), for every request. The outermost layer but tracing: in bridge mode the requests it
     forwards to OpenCode are checked too."""
 
-    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+    def __init__(self, app: ASGIApp, settings: Settings, routes: RouteRules) -> None:
         self.app = app
+        self.routes = routes
         # The public URL is the gateway's own address: its host is served, a page from it is its own.
         public = settings.public_url
         public_host = urlsplit(public).hostname if public else None
@@ -207,7 +186,7 @@ class BrowserGuard:
             await _refuse(send, 421, "host_not_allowed", _foreign_host(host))
             return
         method = scope["method"]
-        if method != "OPTIONS" and origin_checked(method, scope["path"]):
+        if method != "OPTIONS" and self.routes.origin_checked(method, scope["path"]):
             foreign = self._foreign_origin(Headers(scope=scope))
             if foreign is not None:
                 await _refuse(send, 403, "cross_origin", _cross_origin(foreign))
@@ -266,8 +245,9 @@ class AccessControl:
     """Credentials and body type checked where they apply; for a browser's request, CORS around that
     (:class:`BrowserGuard` has already checked its host and origin)."""
 
-    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+    def __init__(self, app: ASGIApp, settings: Settings, routes: RouteRules) -> None:
         self.app = app
+        self.routes = routes
         self.tool_token = settings.tool_token.get_secret_value() if settings.tool_token else None
         self.username = settings.answerer_username
         self.password = settings.answerer_password.get_secret_value() if settings.answerer_password else None
@@ -295,7 +275,7 @@ class AccessControl:
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        role = role_of(path)
+        role = self.routes.role_of(path)
         if role == "tool" and self.tool_token is not None and not self._tool_allowed(headers):
             message = "this route needs the tool token: Authorization: Bearer <token>"
             await _refuse(send, 401, "unauthorized", message, challenge="Bearer")
@@ -304,7 +284,7 @@ class AccessControl:
             message = "this route needs the answerer's HTTP Basic credentials"
             await _refuse(send, 401, "unauthorized", message, challenge=BASIC_REALM)
             return
-        rule = body_rule(method, path)
+        rule = self.routes.body_rule(method, path)
         if rule is not None and not is_json(content_type := headers.get("content-type", "")):
             receive, empty = await _peek_empty(receive) if rule == "json_or_empty" else (receive, False)
             if not empty:

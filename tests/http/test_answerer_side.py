@@ -1,4 +1,5 @@
-"""The answerer side in OpenCode's shapes (PROTOCOL.md section 2): list, reply, reject, and their errors."""
+"""The answerer side in OpenCode's shapes (docs/protocol.md, Answerer side): list, reply, reject, and
+their errors."""
 
 import asyncio
 import re

@@ -89,7 +89,8 @@ def has_default(prop: Prop) -> bool:
 
 
 def check_question(prop: Prop, question: dict[str, Any]) -> None:
-    """The announced question has the shape PROTOCOL.md section 3 gives the property's kind."""
+    """The announced question has the shape that docs/protocol.md ("From schema to questions") gives
+    the property's kind."""
     schema = prop.schema
     labels = [option["label"] for option in question["options"]]
     assert question["question"].strip()

@@ -1,4 +1,4 @@
-"""The event streams over real HTTP: ``GET /event`` and ``GET /global/event`` (PROTOCOL.md, Events)."""
+"""The event streams over real HTTP: ``GET /event`` and ``GET /global/event`` (docs/protocol.md, Events)."""
 
 import asyncio
 import contextlib

@@ -1,4 +1,4 @@
-"""The tool side over real HTTP (PROTOCOL.md section 1): POST /elicit, its JSON-RPC form, query
+"""The tool side over real HTTP (docs/protocol.md, Tool side): POST /elicit, its JSON-RPC form, query
 parameters, results, timeouts, withdrawal on disconnect, the asynchronous /elicitations form, and
 what a pending tool gets when the service stops."""
 

@@ -1,4 +1,4 @@
-"""Answers to content (PROTOCOL.md section 3): ``answers_to_content`` and its checks."""
+"""Answers to content (docs/protocol.md, From answers to content): ``answers_to_content`` and its checks."""
 
 from typing import Any
 

@@ -1,20 +1,20 @@
 """The pure rules of :mod:`elicitation_gateway.server.security` that keep hostile pages out: which
-hosts the gateway serves, which origin is its own, which bodies are JSON, which routes take JSON."""
+hosts the gateway serves, which origin is its own, which bodies are JSON. Which routes take JSON, and
+whose origin is checked, is the route table's (tests/unit/test_route_table.py)."""
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from elicitation_gateway.server.routes.table import ROUTES
 from elicitation_gateway.server.security import (
     HOSTS_REMEMBERED,
     AllowedHosts,
     BrowserGuard,
-    body_rule,
     host_name,
     is_ip_literal,
     is_json,
-    origin_checked,
     origin_key,
     same_origin,
 )
@@ -187,30 +187,6 @@ def test_json_media_types(content_type, json):
     assert is_json(content_type) is json
 
 
-def test_the_routes_that_take_json():
-    assert body_rule("POST", "/elicit") == "json"
-    assert body_rule("POST", "/elicitations") == "json"
-    assert body_rule("POST", "/question/que_1/reply") == "json"
-    assert body_rule("POST", "/question/que_1/reject") == "json_or_empty"
-    for method, path in [
-        ("GET", "/elicit"),
-        ("DELETE", "/elicitations/que_1"),
-        ("GET", "/question"),
-        ("POST", "/question//reply"),
-        ("POST", "/question/que_1/reply/more"),
-        ("POST", "/mcp"),  # the MCP SDK's own check
-    ]:
-        assert body_rule(method, path) is None, (method, path)
-
-
-def test_the_requests_whose_origin_is_checked():
-    for method in ("POST", "PUT", "PATCH", "DELETE"):
-        assert origin_checked(method, "/question/que_1/reply")
-    for method in ("GET", "HEAD", "OPTIONS"):
-        assert not origin_checked(method, "/question")
-        assert origin_checked(method, "/mcp")
-
-
 @given(st.text())
 def test_no_host_header_breaks_the_rules(header):
     name = host_name(header)
@@ -226,7 +202,7 @@ def test_no_origin_or_content_type_breaks_the_rules(origin, host):
 
 def test_hosts_are_remembered_within_a_bound():
     """The verdict per Host value is kept, but a stream of made-up hosts cannot grow it past its bound."""
-    control = BrowserGuard(lambda scope, receive, send: None, Settings(allowed_hosts=["gw.example"]))
+    control = BrowserGuard(lambda scope, receive, send: None, Settings(allowed_hosts=["gw.example"]), ROUTES)
     for index in range(3 * HOSTS_REMEMBERED):
         assert not control._serves(f"rebound-{index}.example")
         assert len(control._served) <= HOSTS_REMEMBERED

@@ -1,9 +1,10 @@
 """Property-based tests of the conversion: schema to questions and answers to content.
 
-Restricted schemas (random mixes of every property kind of PROTOCOL.md section 3, with random
-constraints, defaults and ``required``) always convert, one question per property; any reply either
-becomes content that validates against the schema (``jsonschema``, Draft 2020-12) or is refused with an
-AnswerError naming real questions; garbage schemas are refused with SchemaError only.
+Restricted schemas (random mixes of every property kind that docs/protocol.md's "From schema to
+questions" lists, with random constraints, defaults and ``required``) always convert, one question per
+property; any reply either becomes content that validates against the schema (``jsonschema``, Draft
+2020-12) or is refused with an AnswerError naming real questions; garbage schemas are refused with
+SchemaError only.
 """
 
 import math

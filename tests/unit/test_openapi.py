@@ -12,6 +12,7 @@ from starlette.types import Receive, Scope, Send
 
 from elicitation_gateway.gateway import Gateway
 from elicitation_gateway.server.app import create_app
+from elicitation_gateway.server.bodies import FormField, QuestionForm
 from elicitation_gateway.server.openapi import (
     REF,
     REQUEST_BODIES,
@@ -20,8 +21,8 @@ from elicitation_gateway.server.openapi import (
     WireJsonSchema,
     openapi_document,
 )
-from elicitation_gateway.server.schemas import FormField, QuestionForm
-from elicitation_gateway.server.security import AccessControl, Role, role_of
+from elicitation_gateway.server.routes.table import ROUTES
+from elicitation_gateway.server.security import AccessControl, Role
 from tests.conftest import settings_for_tests
 from tests.helpers import form
 
@@ -156,7 +157,7 @@ def test_every_operation_declares_the_security_of_its_role(settings):
     schemes = doc["components"]["securitySchemes"]
     secret_set = {"tool": "tool_token" in settings, "answerer": "answerer_password" in settings}
     for path, method, operation in operations(doc):
-        role = role_of(concrete(path))
+        role = ROUTES.role_of(concrete(path))
         security = operation["security"]
         where = f"{method.upper()} {path} ({role})"
         if role == "public":
@@ -195,7 +196,7 @@ async def test_the_access_control_refuses_exactly_the_secured_operations():
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    control = AccessControl(app, settings_for_tests(tool_token=TOKEN, answerer_password=PASSWORD))
+    control = AccessControl(app, settings_for_tests(tool_token=TOKEN, answerer_password=PASSWORD), ROUTES)
     for path, method, operation in operations(doc):
         sent.clear()
         passed.clear()

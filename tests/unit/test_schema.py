@@ -1,4 +1,5 @@
-"""Schema to questions (PROTOCOL.md section 3): the pure conversion done by ``build_form``."""
+"""Schema to questions (docs/protocol.md, "From schema to questions"): the pure conversion done by
+``build_form``."""
 
 from pathlib import Path
 from typing import Any

@@ -20,18 +20,17 @@ import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
-from enum import Enum
 from typing import Any
 
 import httpx
 from starlette.middleware import Middleware
-from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from elicitation_gateway.gateway import Gateway
 from elicitation_gateway.server.bridge import merged
 from elicitation_gateway.server.bridge.merged import OWN
 from elicitation_gateway.server.bridge.upstream import Upstream, UpstreamError, pass_through
+from elicitation_gateway.server.routes.table import ROUTES, Handler, Owner
 from elicitation_gateway.server.security import is_loopback
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores.base import StoreUnavailable
@@ -48,44 +47,12 @@ CHECK_TIMEOUT = 5.0
 """Seconds the gateway's own calls to the upstream (its session, health) may take."""
 
 
-class Owner(Enum):
-    GATEWAY = "gateway"  # the gateway's route (tool side, merged routes, its extensions)
-    PREFIXED = "prefixed"  # under /gateway/: the gateway's own route, prefix removed
-    BY_ID = "by_id"  # a reply or reject: the gateway's if it asked that question
-    UPSTREAM = "upstream"  # everything else
-
-
-GATEWAY_PATHS = frozenset(
-    {
-        "/elicit",
-        "/elicitations",
-        "/healthz",
-        "/livez",
-        "/readyz",
-        "/metrics",
-        "/event",
-        "/global/event",
-        "/question",
-        "/question/",
-    }
-)
-"""Paths the gateway serves in bridge mode (OpenCode has none of the first five; the others merge)."""
-
-
 def owner(method: str, path: str) -> Owner:
-    """Who answers a request: pure, so that it is tested on its own."""
-    if path in GATEWAY_PATHS or path.startswith("/elicitations/"):
-        return Owner.GATEWAY
+    """Who answers a request: the gateway's own under :data:`PREFIX`, else as the route table says.
+    Pure, so that it is tested on its own."""
     if path == PREFIX or path.startswith(PREFIX + "/"):
         return Owner.PREFIXED
-    if path.startswith("/question/"):
-        parts = path.split("/")  # "", "question", id, action
-        if len(parts) == 4 and parts[2]:
-            if parts[3] == "form":  # the gateway's extension; an id it does not know is its 404
-                return Owner.GATEWAY
-            if parts[3] in ("reply", "reject"):
-                return Owner.BY_ID if method == "POST" else Owner.GATEWAY
-    return Owner.UPSTREAM
+    return ROUTES.owner(method, path)
 
 
 class Dispatch:
@@ -146,7 +113,7 @@ class Dispatch:
 
 
 class Bridge:
-    """Bridge mode's parts for :func:`~elicitation_gateway.server.app.create_app`: its routes, its
+    """Bridge mode's parts for :func:`~elicitation_gateway.server.app.create_app`: its handlers, its
     dispatching middleware, and what it runs while the app runs (the gateway's upstream session)."""
 
     def __init__(self, gateway: Gateway, settings: Settings) -> None:
@@ -159,8 +126,9 @@ class Bridge:
         self._reachable: bool | None = None
 
     @property
-    def routes(self) -> list[BaseRoute]:
-        return list(merged.routes)
+    def handlers(self) -> dict[str, Handler]:
+        """Its handlers of the route table's merged rows, by path."""
+        return dict(merged.handlers)
 
     def middleware(self) -> Middleware:
         return Middleware(Dispatch, bridge=self)

@@ -20,7 +20,6 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 import httpx
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from elicitation_gateway import events
 from elicitation_gateway.encoding import JsonResponse
@@ -111,12 +110,13 @@ async def list_questions(request: Request) -> Response:
     return JsonResponse([*mine, *theirs])
 
 
-routes = [
-    Route("/event", event, methods=["GET"]),
-    Route("/global/event", global_event, methods=["GET"]),
-    Route("/question", list_questions, methods=["GET"]),
-    Route("/question/", list_questions, methods=["GET"]),
-]
+handlers = {
+    "/event": event,
+    "/global/event": global_event,
+    "/question": list_questions,
+    "/question/": list_questions,
+}
+"""The bridge's handlers of the route table's merged rows, by path."""
 
 
 async def _forward(upstream: Upstream, request: Request) -> httpx.Response:

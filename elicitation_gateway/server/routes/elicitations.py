@@ -9,7 +9,6 @@ from mcp.types import ElicitResult
 from mcp_types.jsonrpc import INVALID_PARAMS, PARSE_ERROR
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from elicitation_gateway.conversion.schema import SchemaError
 from elicitation_gateway.encoding import JsonResponse
@@ -24,6 +23,7 @@ from elicitation_gateway.gateway import (
     ShuttingDown,
     TooLarge,
 )
+from elicitation_gateway.server.bodies import ElicitationStatus, JSONRPCElicitResponse, json_response
 from elicitation_gateway.server.errors import ToolError, jsonrpc_error, tool_error
 from elicitation_gateway.server.routes.parsing import (
     BodyTooLarge,
@@ -37,7 +37,6 @@ from elicitation_gateway.server.routes.parsing import (
     read_body,
     unwrap_jsonrpc,
 )
-from elicitation_gateway.server.schemas import ElicitationStatus, JSONRPCElicitResponse, json_response
 from elicitation_gateway.stores.base import Record
 
 T = TypeVar("T")
@@ -137,14 +136,6 @@ async def withdraw(request: Request) -> Response:
             status=finished.record.status,
         )
     return json_response(_status_body(record))
-
-
-routes = [
-    Route("/elicit", elicit, methods=["POST"]),
-    Route("/elicitations", create, methods=["POST"]),
-    Route("/elicitations/{id}", read, methods=["GET"]),
-    Route("/elicitations/{id}", withdraw, methods=["DELETE"]),
-]
 
 
 async def _ask(request: Request, gateway: Gateway, params: Any, caller: Caller | None = None) -> Record:

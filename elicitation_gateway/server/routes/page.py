@@ -5,7 +5,6 @@ from pathlib import Path
 
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
-from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
@@ -45,7 +44,4 @@ async def index(request: Request) -> Response:
     return FileResponse(STATIC_DIRECTORY / "index.html", media_type="text/html", headers=PAGE_HEADERS)
 
 
-routes = [
-    Route("/", index, methods=["GET"]),
-    Mount("/static", app=PageFiles(directory=STATIC_DIRECTORY), name="static"),
-]
+files = PageFiles(directory=STATIC_DIRECTORY)

@@ -5,11 +5,11 @@ from collections.abc import AsyncIterator
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
 
 from elicitation_gateway.conversion.answers import AnswerError
 from elicitation_gateway.encoding import JsonResponse, to_utf8
 from elicitation_gateway.gateway import CANCEL, Gateway, NotFound
+from elicitation_gateway.server.bodies import FormField, QuestionForm, QuestionReject, json_response
 from elicitation_gateway.server.errors import PayloadError, bad_request, question_not_found
 from elicitation_gateway.server.routes.parsing import (
     BodyTooLarge,
@@ -19,7 +19,6 @@ from elicitation_gateway.server.routes.parsing import (
     parse_json,
     read_body,
 )
-from elicitation_gateway.server.schemas import FormField, QuestionForm, QuestionReject, json_response
 from elicitation_gateway.stores.base import Record
 
 
@@ -91,15 +90,6 @@ async def question_form(request: Request) -> Response:
     except NotFound as missing:
         return question_not_found(str(missing))
     return json_response(describe_form(record))
-
-
-routes = [
-    Route("/question", list_questions, methods=["GET"]),
-    Route("/question/", list_questions, methods=["GET"]),
-    Route("/question/{requestID}/form", question_form, methods=["GET"]),
-    Route("/question/{requestID}/reply", reply, methods=["POST"]),
-    Route("/question/{requestID}/reject", reject, methods=["POST"]),
-]
 
 
 def _request_id(request: Request) -> str:

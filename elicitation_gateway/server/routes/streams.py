@@ -5,7 +5,6 @@ from collections.abc import AsyncGenerator, Callable
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from elicitation_gateway import events
 from elicitation_gateway.encoding import JsonResponse
@@ -26,12 +25,6 @@ async def event(request: Request) -> Response:
 async def global_event(request: Request) -> Response:
     default = request.app.state.gateway.default_directory
     return await _stream(request, lambda e: e.global_frame(default), wrap=True)
-
-
-routes = [
-    Route("/event", event, methods=["GET"]),
-    Route("/global/event", global_event, methods=["GET"]),
-]
 
 
 async def _stream(

@@ -44,7 +44,7 @@ def json_response(
 # Errors
 
 
-class GatewayError(Body):
+class ErrorBody(Body):
     """The gateway's own error body: the tool side's refusals, and any side's 401 or 429."""
 
     error: str = Field(description="A stable code, e.g. invalid_schema.")

@@ -1,8 +1,11 @@
-"""RFC-0015's success criteria, end to end through real HTTP.
+"""A question's round trip through real HTTP, from the tool's schema to the typed result.
 
 A tool posts ``/elicit``, an answerer reads ``/event`` and replies on ``/question/{id}/reply`` (or
-rejects), and the tool receives the MCP ``ElicitResult``. Each test pins one criterion of the RFC (or
-one of its edge cases) as PROTOCOL.md states it.
+rejects), and the tool receives the MCP ``ElicitResult``: one question per property, each kind typed,
+answers in order, legacy schemas, the RFC-0010 questionnaire, and the edge cases (empty answers,
+reject, decline, timeout, disconnect, racing answerers, many questions, reconnects), as
+docs/protocol.md states them ("From schema to questions", "From answers to content"). The sections
+follow RFC-0015's success criteria.
 """
 
 import asyncio
