@@ -8,8 +8,14 @@
 # accepts `python:3.11.14-slim-bookworm@sha256:…`. No registry could be asked for it when this was written.
 ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
 
+# The version label: the package's version (elicitation_gateway/__init__.py). The build checks that the
+# two agree, so a label can never name another release: after a version change, change it here too or
+# pass it (`--build-arg VERSION="$(python -c 'import elicitation_gateway as g; print(g.__version__)')"`).
+ARG VERSION=0.1.0
+
 FROM ${PYTHON_IMAGE} AS build
 ARG EXTRAS=redis
+ARG VERSION
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PIP_ROOT_USER_ACTION=ignore
 WORKDIR /src
 # The venv gets no pip of its own: the base image's pip installs into it (`pip --python`).
@@ -23,10 +29,12 @@ RUN python -c 'import os, tomllib; project = tomllib.load(open("pyproject.toml",
 COPY README.md LICENSE ./
 COPY elicitation_gateway ./elicitation_gateway
 RUN pip --python /opt/gateway/bin/python install --no-cache-dir --no-deps . \
-    && pip --python /opt/gateway/bin/python check
+    && pip --python /opt/gateway/bin/python check \
+    && installed="$(/opt/gateway/bin/python -c 'import elicitation_gateway; print(elicitation_gateway.__version__)')" \
+    && if [ "$installed" != "$VERSION" ]; then echo "VERSION=$VERSION, but the package is $installed: the label would lie" >&2; exit 1; fi
 
 FROM ${PYTHON_IMAGE}
-ARG VERSION=0.1.0
+ARG VERSION
 ARG REVISION=""
 ARG SOURCE=""
 LABEL org.opencontainers.image.title="Elicitation Gateway" \

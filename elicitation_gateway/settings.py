@@ -1,5 +1,6 @@
 """Every setting of the service, read from ``GATEWAY_*`` environment variables (and flags)."""
 
+import ipaddress
 import os
 import re
 from typing import Annotated, Literal
@@ -98,6 +99,13 @@ class Settings(BaseSettings):
         "addresses (comma-separated: `gateway.example.com`, `*.example.com` for its subdomains, `*` for "
         "any; ports ignored): the public name behind a reverse proxy. Other `Host` headers get `421`, "
         "which is what stops DNS rebinding. The host of `GATEWAY_PUBLIC_URL` is allowed too.",
+    )
+    forwarded_allow_ips: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["127.0.0.1"],
+        description="Addresses of the reverse proxies whose `X-Forwarded-For` and `X-Forwarded-Proto` "
+        "the gateway believes (comma-separated IP addresses or networks such as `10.0.0.0/8`; `*` for "
+        "any, only where nothing but the proxy can reach the gateway). From any other client these "
+        "headers are ignored, and logs show the address that connected.",
     )
     allow_sensitive: bool = Field(
         False,
@@ -258,6 +266,26 @@ class Settings(BaseSettings):
                 )
             names.append(name)
         return names
+
+    @field_validator("forwarded_allow_ips", mode="before")
+    @classmethod
+    def _proxy_addresses(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = value.split(",")
+        if not isinstance(value, list):
+            return value
+        entries = [str(entry).strip() for entry in value if str(entry).strip()]
+        for entry in entries:
+            if entry == "*":
+                continue
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"{entry!r} is not an IP address or network: give addresses such as 10.0.0.5, "
+                    "networks such as 10.0.0.0/8, or * (any)"
+                ) from None
+        return entries
 
     @field_validator("session_id")
     @classmethod

@@ -104,6 +104,8 @@ def default_of(field: FieldInfo) -> str:
         if factory is os.getcwd:
             return "the working directory"
         value = factory()  # type: ignore[call-arg]
+        if isinstance(value, list) and value:
+            return f"`{','.join(map(str, value))}`"  # as the comma-separated variable is written
         return "none" if value in ([], {}, "", None) else f"`{value}`"
     value = field.default
     if value is None or value is PydanticUndefined:

@@ -80,6 +80,9 @@ def uvicorn_config(app: ASGIApp, settings: Settings, **options: Any) -> uvicorn.
         http=deadline_protocol(settings.header_timeout, settings.send_timeout),
         timeout_graceful_shutdown=settings.shutdown_grace + 5,
         lifespan="on",
+        # X-Forwarded-For and -Proto are believed from these addresses only (the reverse proxy's).
+        proxy_headers=True,
+        forwarded_allow_ips=settings.forwarded_allow_ips,
         **options,
     )
     quiet_dropped_clients(MCP_PATH)  # after the Config, which may have configured uvicorn's loggers

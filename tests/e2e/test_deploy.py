@@ -23,6 +23,7 @@ import sys
 import time
 import tomllib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ import yaml
 from elicitation_gateway import __version__
 from elicitation_gateway.server.app import create_app
 from elicitation_gateway.settings import Settings
+from tests.e2e.test_cli import gateway_process
 from tests.helpers import form, read_events, text_properties
 from tests.unit.test_docs import README, environment_names
 
@@ -164,6 +166,52 @@ def test_the_image_carries_the_oci_labels():
     assert found["org.opencontainers.image.description"] == PYPROJECT["project"]["description"]
 
 
+def version_check(text: str) -> str:
+    """The shell lines of the build stage that compare the installed package's version with VERSION."""
+    [run] = [a for k, a in stages(text)[0] if k == "RUN" and "$VERSION" in a]
+    return "installed=" + run.split("installed=", 1)[1]
+
+
+@pytest.mark.parametrize(("version", "builds"), [(__version__, True), ("9.9.9", False), ("", False)])
+def test_the_build_stops_when_the_version_label_is_not_the_packages(version, builds):
+    """The label is the build argument VERSION; the build compares it with the package it installed."""
+    script = version_check(DOCKERFILE.read_text()).replace("/opt/gateway/bin/python", sys.executable)
+    done = subprocess.run(
+        ["sh", "-c", script],
+        env={**os.environ, "VERSION": version, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+    )
+    assert (done.returncode == 0) == builds, done.stdout + done.stderr
+    if not builds:
+        assert f"the package is {__version__}" in done.stderr
+
+
+def health_checks() -> dict[str, list[str]]:
+    """The image's and compose.yaml's health check commands, as argument lists."""
+    [healthcheck] = [a for k, a in stages(DOCKERFILE.read_text())[-1] if k == "HEALTHCHECK"]
+    image = json.loads(healthcheck.split(" CMD ", 1)[1])
+    compose = yaml.safe_load((ROOT / "compose.yaml").read_text())["services"]["gateway"]["healthcheck"][
+        "test"
+    ]
+    assert compose[0] == "CMD"
+    return {"Dockerfile": image, "compose.yaml": compose[1:]}
+
+
+@pytest.mark.parametrize("where", ["Dockerfile", "compose.yaml"])
+def test_the_health_checks_ask_the_port_the_gateway_was_given(where, server):
+    """GATEWAY_PORT moves the gateway: its health check follows it, in the image and in Compose."""
+    command = health_checks()[where]
+    assert command[0] == "python"
+
+    def check(port: int) -> int:
+        environment = {**os.environ, "GATEWAY_PORT": str(port)}
+        return subprocess.run([sys.executable, *command[1:]], env=environment, capture_output=True).returncode
+
+    assert check(server.port) == 0
+    assert check(free_port()) != 0
+
+
 def test_dockerfile_runs_as_non_root_with_a_liveness_check():
     text = DOCKERFILE.read_text()
     runtime = stages(text)[-1]
@@ -233,7 +281,10 @@ def test_compose_names_image_port_health_check_and_documented_settings():
     gateway = compose["services"]["gateway"]
     assert gateway["image"].startswith("elicitation-gateway")
     assert gateway["build"] == "."
-    assert any(str(port).endswith(":4096") for port in gateway["ports"])
+    # ${GATEWAY_PORT:-4096}: the variable, or 4096, published on loopback and listened on.
+    port = "${GATEWAY_PORT:-4096}"
+    assert gateway["ports"] == [f"127.0.0.1:{port}:{port}"]
+    assert gateway["environment"]["GATEWAY_PORT"] == port
     assert "/livez" in " ".join(gateway["healthcheck"]["test"])
     documented = set(environment_names())
     assert set(gateway["environment"]) <= documented
@@ -327,12 +378,16 @@ def test_the_gateway_runs_as_the_image_does_on_redis_with_its_secret():
     assert {"requests", "limits"} <= container["resources"].keys()
 
     env = {item["name"]: item for item in container["env"]}
-    assert set(env) <= set(environment_names()), "every variable is a documented setting"
+    assert set(env) - {"REDIS_PASSWORD"} <= set(environment_names()), "every variable is a documented setting"
     redis = find("Service", "redis")
+    store = env["GATEWAY_STORE"]["value"]
     assert (
-        env["GATEWAY_STORE"]["value"]
-        == f"redis://{redis['metadata']['name']}:{redis['spec']['ports'][0]['port']}/0"
+        store
+        == f"redis://:$(REDIS_PASSWORD)@{redis['metadata']['name']}:{redis['spec']['ports'][0]['port']}/0"
     )
+    # Kubernetes fills in $(NAME) only from variables defined before it; the password the docs make is hex.
+    assert list(env).index("REDIS_PASSWORD") < list(env).index("GATEWAY_STORE")
+    assert Settings(store=store.replace("$(REDIS_PASSWORD)", "0123abcd" * 8)).store
 
     # Stopping: leave the endpoints (preStop), then finish questions (the shutdown grace), in good time.
     sleep = int(container["lifecycle"]["preStop"]["exec"]["command"][-1])
@@ -349,6 +404,7 @@ def test_the_gateway_runs_as_the_image_does_on_redis_with_its_secret():
     assert {env_name for env_name, item in env.items() if "valueFrom" in item} == {
         "GATEWAY_TOOL_TOKEN",
         "OPENCODE_SERVER_PASSWORD",
+        "REDIS_PASSWORD",
     }
     for text in (DEPLOYING.read_text(), MANIFEST.read_text()):
         command = shell_command(text, "kubectl create secret generic elicitation-gateway")
@@ -373,8 +429,7 @@ def test_the_services_and_the_ingress_reach_the_pods():
 
     ingress = find("Ingress", "elicitation-gateway")
     [rule] = ingress["spec"]["rules"]
-    [path] = rule["http"]["paths"]
-    backend = path["backend"]["service"]
+    backend = ingress_backend(rule, "/")
     service = find("Service", backend["name"])
     assert backend["port"]["name"] in {port["name"] for port in service["spec"]["ports"]}
 
@@ -382,6 +437,79 @@ def test_the_services_and_the_ingress_reach_the_pods():
     env = {item["name"]: item for item in gateway_container()["env"]}
     allowed = Settings(allowed_hosts=env["GATEWAY_ALLOWED_HOSTS"]["value"]).allowed_hosts
     assert {rule["host"], backend["name"]} <= set(allowed)
+
+
+def ingress_backend(rule: dict[str, Any], path: str) -> dict[str, Any]:
+    """The Service that ``rule`` sends ``path`` to, as Kubernetes matches paths: an Exact path first,
+    then the longest Prefix whose elements (between slashes) begin the path."""
+    exact = [
+        entry for entry in rule["http"]["paths"] if entry["pathType"] == "Exact" and entry["path"] == path
+    ]
+    elements = path.rstrip("/").split("/")
+
+    def begins(prefix: str) -> bool:
+        wanted = prefix.rstrip("/").split("/")
+        return elements[: len(wanted)] == wanted
+
+    prefixes = [
+        entry for entry in rule["http"]["paths"] if entry["pathType"] == "Prefix" and begins(entry["path"])
+    ]
+    chosen = exact or sorted(prefixes, key=lambda entry: len(entry["path"]), reverse=True)
+    assert chosen, f"the Ingress does not route {path}"
+    return chosen[0]["backend"]["service"]
+
+
+def test_the_kubernetes_example_is_safe_by_default():
+    """The answerer side sends a password with every request, so: HTTPS only, with the TLS Secret the
+    docs make; Redis with a password, reachable from the gateway pods alone; /metrics not on the Ingress
+    while every other route the app serves is."""
+    ingress = find("Ingress", "elicitation-gateway")
+    annotations = ingress["metadata"]["annotations"]
+    assert annotations["nginx.ingress.kubernetes.io/force-ssl-redirect"] == "true"
+    [rule] = ingress["spec"]["rules"]
+    [tls] = ingress["spec"]["tls"]
+    assert rule["host"] in tls["hosts"]
+    for text in (DEPLOYING.read_text(), MANIFEST.read_text()):
+        assert f"kubectl create secret tls {tls['secretName']} " in text
+
+    served = {getattr(route, "path", None) for route in create_app(Settings()).routes} - {None}
+    assert "/metrics" in served
+    gateway_pods = find("Deployment", "elicitation-gateway")["spec"]["template"]["metadata"]["labels"]
+    for path in served:
+        backend = ingress_backend(rule, path.replace("{", "x").replace("}", ""))
+        service = find("Service", backend["name"])["spec"]
+        reaches_gateway = "selector" in service and service["selector"].items() <= gateway_pods.items()
+        assert reaches_gateway == (path != "/metrics"), path
+    closed = find("Service", ingress_backend(rule, "/metrics")["name"])
+    assert "selector" not in closed["spec"], "a Service without a selector has no endpoints"
+
+    # Redis asks for the password the gateway's URL carries, from the same key of the same Secret.
+    redis_pod = find("Deployment", "redis")["spec"]["template"]
+    [redis] = redis_pod["spec"]["containers"]
+    arguments = redis["args"]
+    assert arguments[arguments.index("--requirepass") + 1] == "$(REDIS_PASSWORD)"
+    secret_of = {
+        item["name"]: (item["valueFrom"]["secretKeyRef"]["name"], item["valueFrom"]["secretKeyRef"]["key"])
+        for item in redis["env"]
+    }
+    gateway_env = {item["name"]: item for item in gateway_container()["env"]}
+    gateway_secret = gateway_env["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"]
+    assert (
+        secret_of["REDIS_PASSWORD"]
+        == secret_of["REDISCLI_AUTH"]
+        == (gateway_secret["name"], gateway_secret["key"])
+    )
+    assert "$(REDIS_PASSWORD)@" in gateway_env["GATEWAY_STORE"]["value"]
+
+    # Only the gateway pods reach Redis, on its port.
+    [policy] = [o for o in manifest() if o["kind"] == "NetworkPolicy"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= redis_pod["metadata"]["labels"].items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    [allowed] = policy["spec"]["ingress"]
+    [source] = allowed["from"]
+    assert source["podSelector"]["matchLabels"].items() <= gateway_pods.items()
+    assert not (source["podSelector"]["matchLabels"].items() <= redis_pod["metadata"]["labels"].items())
+    assert [port["port"] for port in allowed["ports"]] == [redis["ports"][0]["name"]]
 
 
 def nginx_directive(name: str) -> str:
@@ -465,9 +593,16 @@ def test_nginx_accepts_the_config(tmp_path):
 @pytest.fixture
 def proxy(server, tmp_path) -> Iterator[str]:
     """nginx with deploy/nginx.conf in front of the test gateway: yields its URL."""
+    with running_nginx(server.port, tmp_path) as url:
+        yield url
+
+
+@contextmanager
+def running_nginx(upstream_port: int, tmp_path: Path) -> Iterator[str]:
+    """nginx with deploy/nginx.conf in front of the gateway on ``upstream_port``: yields its URL."""
     nginx = require_nginx()
     port = free_port()
-    conf = local_nginx_conf(tmp_path, server.port, port)
+    conf = local_nginx_conf(tmp_path, upstream_port, port)
     process = subprocess.Popen(
         nginx_command(nginx, conf, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
@@ -519,3 +654,60 @@ async def test_nginx_streams_events_at_once_and_rate_limits_only_asking(proxy):
         async with read_events(client, "/global/event"):
             pass
         await asyncio.sleep(0)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The client's address behind a proxy (GATEWAY_FORWARDED_ALLOW_IPS)
+
+
+@contextmanager
+def json_logged_gateway(forwarded_allow_ips: str) -> Iterator[tuple[subprocess.Popen, str]]:
+    """The gateway with JSON logs (access lines carry ``client``), believing X-Forwarded-* from these."""
+    env = {"GATEWAY_LOG_FORMAT": "json", "GATEWAY_FORWARDED_ALLOW_IPS": forwarded_allow_ips}
+    with gateway_process("--port", "0", env=env) as (process, _):
+        listening = json.loads(process.startup_output.splitlines()[-1])  # type: ignore[attr-defined]
+        yield process, listening["url"]
+
+
+def access_clients(process: subprocess.Popen, path: str) -> list[str]:
+    """Stop the gateway, and give the ``client`` of each access line for ``path``."""
+    process.terminate()
+    rest, _ = process.communicate(timeout=15)
+    entries = [json.loads(line) for line in rest.splitlines() if line.startswith("{")]
+    return [entry["client"] for entry in entries if entry.get("path") == path]
+
+
+@pytest.mark.parametrize(
+    ("trusted", "seen"), [("127.0.0.1", "203.0.113.9"), ("192.0.2.1,10.0.0.0/8", "127.0.0.1")]
+)
+async def test_the_gateway_believes_x_forwarded_for_only_from_its_proxies(trusted, seen):
+    with json_logged_gateway(trusted) as (process, url):
+        async with httpx.AsyncClient(base_url=url) as client:
+            response = await client.get("/livez", headers={"X-Forwarded-For": "203.0.113.9"})
+            assert response.status_code == 200
+        assert [client.rsplit(":", 1)[0] for client in access_clients(process, "/livez")] == [seen]
+
+
+async def test_behind_nginx_the_gateway_logs_the_client_not_the_proxy_nor_what_the_client_claims(tmp_path):
+    """deploy/nginx.conf replaces a client's X-Forwarded-For with the address it came from, so even a
+    gateway that believes any address (compose.redis.yaml's ``*``) logs the client's real address."""
+    with (
+        json_logged_gateway("*") as (process, url),
+        running_nginx(int(url.rsplit(":", 1)[1]), tmp_path) as proxy_url,
+    ):
+        # From 127.0.0.3 (a loopback address of its own), so that the client is not where nginx is.
+        transport = httpx.AsyncHTTPTransport(local_address="127.0.0.3")
+        async with httpx.AsyncClient(base_url=proxy_url, transport=transport) as client:
+            response = await client.get("/livez", headers={"X-Forwarded-For": "203.0.113.9"})
+            assert response.status_code == 200
+        assert [client.rsplit(":", 1)[0] for client in access_clients(process, "/livez")] == ["127.0.0.3"]
+
+
+def test_an_address_that_is_none_stops_the_gateway():
+    with pytest.raises(ValueError, match="'gateway' is not an IP address or network"):
+        Settings(forwarded_allow_ips="10.0.0.1, gateway")
+    assert Settings(forwarded_allow_ips=" 10.0.0.1, 10.1.0.0/16 ,*").forwarded_allow_ips == [
+        "10.0.0.1",
+        "10.1.0.0/16",
+        "*",
+    ]

@@ -1,7 +1,8 @@
 """The real OpenCode TUI shows the gateway's questions: ``opencode attach`` (the published CLI pinned in
 tests/e2e/opencode/) runs in tmux against a gateway in bridge mode in front of a real
 ``opencode serve``. A tool asks the README's excavator questionnaire into a real session; the TUI
-draws the form; keys answer it, and the tool gets typed content. Esc gives the tool ``cancel``.
+draws the form; keys answer it, and the tool gets typed content. Esc gives the tool ``cancel``. An
+answer the gateway refuses leaves the form as it was (the TUI shows nothing), and the log says why.
 
 ``OPENCODE_TUI_CAPTURE=<directory>`` keeps the screens it saw there (docs/opencode-tui.txt is one).
 """
@@ -19,7 +20,7 @@ import pytest
 from tests.conftest import RunningServer
 from tests.e2e.opencode_server import OpenCodeServer, tmux_binary
 from tests.e2e.test_bridge import EXCAVATOR, EXCAVATOR_CONTENT
-from tests.helpers import ask
+from tests.helpers import ask, until
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -195,3 +196,47 @@ async def test_an_unsessioned_question_opens_in_the_gateways_session(
         await tui.shows("Excavator diagnosis", "SY215C", "Confirm")
         tui.keys("Escape")
         assert (await asyncio.wait_for(tool, 20)).json() == {"action": "cancel"}
+
+
+async def test_a_refused_answer_leaves_the_form_as_it_was_and_the_reason_in_the_log(
+    make_server: Callable[..., RunningServer], opencode: OpenCodeServer, tui: Tui, caplog
+):
+    """The TUI shows nothing of the gateway's 400 (docs/opencode-bridge.md says so): Submit seems to do
+    nothing, the Review stays, and the log says why. Going back to the question, the answer is fixed."""
+    caplog.set_level("INFO", logger="elicitation_gateway")
+    gateway = make_server(opencode_url=opencode.url)
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=20) as client:
+        session = (await client.post("/session", json={"title": "Excavator diagnosis"})).json()["id"]
+        tui.start([str(opencode.binary), "attach", gateway.url, "--session", session])
+        await tui.shows("ctrl+p commands")
+        tool = ask(client, EXCAVATOR, sessionID=session, directory=str(opencode.project))
+        await tui.shows("Excavator diagnosis", "SY215C", "Confirm")
+        tui.keys("Enter")  # Model: SY215C
+        await tui.shows("Select symptoms:")
+        tui.keys("Tab")  # no symptoms; on to Hours
+        await tui.shows("Hours (a whole number from 0 to 20000)")
+        tui.keys("Enter")
+        await tui.shows(twice="Type your own answer")
+        await tui.types("99999", placeholder="Type your own answer")
+        tui.keys("Enter")
+        await tui.shows("Review", "Hours: 99999")
+        tui.keys("Enter")  # submit: refused
+        refused = "Hours: 99999 is more than the maximum, 20000"
+        await until(lambda: any(refused in record.getMessage() for record in caplog.records))
+        assert [record.levelname for record in caplog.records if refused in record.getMessage()] == ["INFO"]
+        await asyncio.sleep(1)  # had the TUI anything to show of it, it would be on the screen by now
+        screen = await tui.shows("Review", "Hours: 99999", "enter submit")
+        assert "99999 is more than" not in screen
+        assert not tool.done()
+
+        tui.keys("Left")  # back to Hours, the typed answer kept
+        await tui.shows("Hours (a whole number from 0 to 20000)", "99999")
+        tui.keys("Enter")
+        await tui.shows("Type your own answer", "99999")
+        tui.keys(*["BSpace"] * 5)
+        await tui.types("1200", placeholder="Type your own answer")
+        tui.keys("Enter")
+        await tui.shows("Review", "Hours: 1200")
+        tui.keys("Enter")
+        result = await asyncio.wait_for(tool, 20)
+        assert result.json() == {"action": "accept", "content": {"model": "SY215C", "hours": 1200}}

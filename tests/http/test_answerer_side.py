@@ -2,6 +2,7 @@
 their errors."""
 
 import asyncio
+import logging
 import re
 from typing import Any
 
@@ -454,3 +455,19 @@ async def test_reply_racing_reject_one_wins(server):
                     assert_not_found(replied, request_id)
                     assert result == {"action": "cancel"}
                     assert finished == ["question.rejected"]
+
+
+async def test_a_refused_reply_is_logged_with_its_reason(client, caplog):
+    """The OpenCode TUI shows nothing of a 400 on its reply: the log is where the reason is found."""
+    caplog.set_level(logging.INFO, logger="elicitation_gateway")
+    tool = ask(client, form(FIT_SCHEMA))
+    (request,) = await pending(client)
+    response = await client.post(
+        f"/question/{request['id']}/reply", json={"answers": [["nope"], ["3"], [], []]}
+    )
+    message = assert_bad_request(response, "Payload")["message"]
+    [line] = [record for record in caplog.records if "refused" in record.getMessage()]
+    assert line.levelno == logging.INFO
+    assert line.getMessage() == f"reply to {request['id']} refused: {message}"
+    await client.post(f"/question/{request['id']}/reject")
+    await tool

@@ -1,5 +1,6 @@
 """The answerer side, in OpenCode's shapes: list, reply, reject."""
 
+import logging
 from collections.abc import AsyncIterator
 
 from pydantic import ValidationError
@@ -20,6 +21,8 @@ from elicitation_gateway.server.routes.parsing import (
     read_body,
 )
 from elicitation_gateway.stores.base import Record
+
+logger = logging.getLogger(__name__)
 
 
 def _gateway(request: Request) -> Gateway:
@@ -58,12 +61,19 @@ async def reply(request: Request) -> Response:
         answers = parse_answers(await _json_body(request, gateway), gateway.settings.max_text_length)
         await gateway.reply(request_id, answers)
     except PayloadError as error:
+        _log_refusal(request, error.message)
         return error.response()
     except NotFound as missing:
         return question_not_found(str(missing))
     except AnswerError as error:
+        _log_refusal(request, error.message)
         return bad_request(error.message, "Payload", error.issues)
     return JsonResponse(True)
+
+
+def _log_refusal(request: Request, reason: str) -> None:
+    """An answerer may show nothing of a refused reply (the OpenCode TUI does not): the log says why."""
+    logger.info("reply to %s refused: %s", request.path_params.get("requestID"), reason)
 
 
 async def reject(request: Request) -> Response:
