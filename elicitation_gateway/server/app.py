@@ -30,11 +30,30 @@ from elicitation_gateway.stores.base import StoreUnavailable
 logger = logging.getLogger(__name__)
 
 
+OPENCODE_ONLY = frozenset(
+    {"config", "provider", "session", "project", "path", "app", "agent", "command", "tui"}
+)
+"""First path segments an OpenCode client asks for that only a whole OpenCode server serves."""
+ATTACH_HINT = (
+    "; an OpenCode client (opencode attach) needs a whole OpenCode server: run the gateway in front of "
+    "`opencode serve` with GATEWAY_OPENCODE_URL (docs/opencode-bridge.md)"
+)
+
+
 async def _http_error(request: Request, error: Exception) -> JsonResponse:
     assert isinstance(error, HTTPException)
     code = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "http_error")
+    message = f"{request.method} {request.url.path}: {error.detail}"
+    if error.status_code == 404 and request.url.path.split("/")[1] in OPENCODE_ONLY:
+        message += ATTACH_HINT
+        logger.info(
+            "%s %s asked of a gateway without an OpenCode server%s",
+            request.method,
+            request.url.path,
+            ATTACH_HINT,
+        )
     return JsonResponse(
-        {"error": code, "message": f"{request.method} {request.url.path}: {error.detail}"},
+        {"error": code, "message": message},
         status_code=error.status_code,
         headers=error.headers,
     )

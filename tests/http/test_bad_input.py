@@ -305,3 +305,17 @@ async def test_jsonrpc_missing_or_non_object_params_is_invalid_params(server, cl
         }
     for rpc_id, response in responses.items():
         assert_jsonrpc_error(response, INVALID_PARAMS, rpc_id, "params")
+
+
+async def test_an_opencode_client_without_the_bridge_is_told_how_to_attach(client, caplog):
+    """``opencode attach`` against a gateway that has no OpenCode server behind it asks for
+    ``/config/providers`` first: the 404 says what to run instead, and so does the log."""
+    with caplog.at_level("INFO", logger="elicitation_gateway.server.app"):
+        response = await client.get("/config/providers")
+    assert response.status_code == 404
+    assert response.json()["error"] == "not_found"
+    assert "GATEWAY_OPENCODE_URL" in response.json()["message"]
+    assert any("GATEWAY_OPENCODE_URL" in record.getMessage() for record in caplog.records)
+    other = await client.get("/nothing-here")
+    assert other.status_code == 404
+    assert "GATEWAY_OPENCODE_URL" not in other.json()["message"]
