@@ -30,7 +30,6 @@ answerer but a browser) skips the CORS machinery.
 import base64
 import hmac
 import ipaddress
-import json
 import logging
 import re
 from collections.abc import Iterable
@@ -41,6 +40,7 @@ from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from elicitation_gateway.encoding import dumps, to_utf8
 from elicitation_gateway.server.errors import bad_request, tool_error
 from elicitation_gateway.settings import Settings
 
@@ -360,7 +360,7 @@ def _cross_origin(origin: str) -> str:
 
 
 async def _refuse(send: Send, status: int, code: str, message: str, challenge: str | None = None) -> None:
-    body = json.dumps({"error": code, "message": message}).encode()
+    body = to_utf8(dumps({"error": code, "message": message}))
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if challenge is not None:
         headers.append((b"www-authenticate", challenge.encode()))

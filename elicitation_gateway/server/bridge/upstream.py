@@ -6,12 +6,13 @@ the headers that belong to one connection (hop-by-hop) are left out each way.
 """
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator, Iterable
 
 import httpx
 from starlette.types import Receive, Scope, Send
+
+from elicitation_gateway.encoding import dumps, to_utf8
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ class UpstreamError(Exception):
         self.message = message
 
     def body(self) -> bytes:
-        return json.dumps({"error": self.code, "message": self.message}).encode()
+        return to_utf8(dumps({"error": self.code, "message": self.message}))
 
     async def send(self, send: Send) -> None:
         body = self.body()
