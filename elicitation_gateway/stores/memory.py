@@ -11,7 +11,8 @@ from typing import Any
 
 from elicitation_gateway import events
 from elicitation_gateway.deadlines import Deadlines
-from elicitation_gateway.stores.base import Record, Status, Store
+from elicitation_gateway.records import Record, Status
+from elicitation_gateway.stores.base import Store
 from elicitation_gateway.stores.fanout import LocalSubscription, Subscribers
 from elicitation_gateway.stores.orphans import LocalOrphans
 

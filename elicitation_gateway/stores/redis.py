@@ -61,7 +61,8 @@ from redis.exceptions import NoScriptError, ReadOnlyError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from elicitation_gateway import events, ids
-from elicitation_gateway.stores.base import Record, Status, Store, StoreUnavailable
+from elicitation_gateway.records import Record, Status
+from elicitation_gateway.stores.base import Store, StoreUnavailable
 from elicitation_gateway.stores.fanout import LocalSubscription, Subscribers
 from elicitation_gateway.stores.orphans import DigestMismatch
 

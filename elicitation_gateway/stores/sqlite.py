@@ -42,7 +42,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from elicitation_gateway import events, ids
-from elicitation_gateway.stores.base import Record, Status, StoreUnavailable
+from elicitation_gateway.records import Record, Status
+from elicitation_gateway.stores.base import StoreUnavailable
 from elicitation_gateway.stores.memory import MemoryStore
 
 logger = logging.getLogger(__name__)

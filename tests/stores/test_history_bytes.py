@@ -8,7 +8,7 @@ import pytest
 
 from elicitation_gateway.conversion.schema import build_form
 from elicitation_gateway.models import QuestionRequest
-from elicitation_gateway.stores.base import Record
+from elicitation_gateway.records import Record
 from elicitation_gateway.stores.memory import MemoryStore
 from elicitation_gateway.stores.sqlite import SqliteStore
 

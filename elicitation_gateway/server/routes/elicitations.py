@@ -24,6 +24,7 @@ from elicitation_gateway.gateway import (
     ShuttingDown,
     TooLarge,
 )
+from elicitation_gateway.records import Record
 from elicitation_gateway.server.errors import ToolError, jsonrpc_error, tool_error
 from elicitation_gateway.server.routes.parsing import (
     BodyTooLarge,
@@ -38,7 +39,6 @@ from elicitation_gateway.server.routes.parsing import (
     unwrap_jsonrpc,
 )
 from elicitation_gateway.server.schemas import ElicitationStatus, JSONRPCElicitResponse, json_response
-from elicitation_gateway.stores.base import Record
 
 T = TypeVar("T")
 
