@@ -6,12 +6,11 @@ module is imported only when it is made.
 
 from typing import TYPE_CHECKING
 
-from elicitation_gateway.stores.schemes import scheme_of
+from elicitation_gateway.stores.schemes import StoreSettings, scheme_of
 
 if TYPE_CHECKING:
-    from elicitation_gateway.settings import Settings
     from elicitation_gateway.stores.base import Store
 
 
-def make_store(settings: "Settings") -> "Store":
+def make_store(settings: StoreSettings) -> "Store":
     return scheme_of(settings.store).make(settings)

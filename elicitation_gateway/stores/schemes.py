@@ -8,11 +8,21 @@ no SQLite or Redis code.
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from elicitation_gateway.settings import Settings
     from elicitation_gateway.stores.base import Store
+
+
+class StoreSettings(Protocol):
+    """The settings a store is made from (:class:`elicitation_gateway.settings.Settings` has them)."""
+
+    store: str
+    history_size: int
+    history_bytes: int
+    result_ttl: float
+    subscriber_queue: int
+    replica_liveness: float
 
 
 @dataclass(frozen=True)
@@ -27,7 +37,7 @@ class Scheme:
     """What the value is, with examples: for the error that lists every kind."""
     check: Callable[[str], None]
     """Raises ValueError saying what is wrong with a value of this kind (before start)."""
-    make: "Callable[[Settings], Store]"
+    make: "Callable[[StoreSettings], Store]"
     whole: tuple[str, ...] = ()
     """Values that name this kind alone."""
     starts: tuple[str, ...] = ()
@@ -58,7 +68,7 @@ def _check_redis(url: str) -> None:
         raise ValueError(f"not a usable Redis URL: {error}") from None
 
 
-def _options(settings: "Settings") -> dict[str, float | int]:
+def _options(settings: StoreSettings) -> dict[str, float | int]:
     return {
         "history_size": settings.history_size,
         "result_ttl": settings.result_ttl,
@@ -66,19 +76,19 @@ def _options(settings: "Settings") -> dict[str, float | int]:
     }
 
 
-def _make_memory(settings: "Settings") -> "Store":
+def _make_memory(settings: StoreSettings) -> "Store":
     from elicitation_gateway.stores.memory import MemoryStore
 
     return MemoryStore(history_bytes=settings.history_bytes, **_options(settings))
 
 
-def _make_sqlite(settings: "Settings") -> "Store":
+def _make_sqlite(settings: StoreSettings) -> "Store":
     from elicitation_gateway.stores.sqlite import SqliteStore
 
     return SqliteStore.from_url(settings.store, history_bytes=settings.history_bytes, **_options(settings))
 
 
-def _make_redis(settings: "Settings") -> "Store":
+def _make_redis(settings: StoreSettings) -> "Store":
     from elicitation_gateway.stores.redis import RedisStore
 
     return RedisStore(settings.store, replica_liveness=settings.replica_liveness, **_options(settings))
