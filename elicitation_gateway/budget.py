@@ -13,7 +13,7 @@ every replica holds every pending question it lists.
 from collections import Counter
 
 from elicitation_gateway.conversion.forms import footprint
-from elicitation_gateway.stores.base import Record
+from elicitation_gateway.records import Record
 
 ENCODINGS = 3
 """Times a question's JSON is held: encoded once when asked, and in the frames of its announcement to

@@ -24,9 +24,10 @@ from elicitation_gateway.encoding import to_utf8
 from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.models import QuestionRequest, QuestionTool
 from elicitation_gateway.notify import Notifier
+from elicitation_gateway.records import OnTimeout, Record, Status
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores import make_store
-from elicitation_gateway.stores.base import OnTimeout, Record, Status, Store, StoreUnavailable, Subscription
+from elicitation_gateway.stores.base import Store, StoreUnavailable, Subscription
 from elicitation_gateway.stores.orphans import DigestMismatch
 
 logger = logging.getLogger(__name__)

@@ -26,8 +26,8 @@ from typing import Any
 
 from elicitation_gateway.encoding import to_utf8
 from elicitation_gateway.metrics import Metrics
+from elicitation_gateway.records import Record
 from elicitation_gateway.settings import Settings
-from elicitation_gateway.stores.base import Record
 
 logger = logging.getLogger(__name__)
 

@@ -8,6 +8,8 @@ from typing import Annotated, Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from elicitation_gateway.stores import schemes as store_schemes
+
 DEFAULT_SESSION_ID = "ses_000000000000ElicitGateway"
 
 
@@ -215,25 +217,8 @@ class Settings(BaseSettings):
     @field_validator("store")
     @classmethod
     def _known_store(cls, value: str) -> str:
-        if value == "memory":
-            return value
-        if value.startswith("sqlite:"):
-            from elicitation_gateway.stores.sqlite import check_url
-
-            check_url(value)  # a ValueError that says what is wrong
-            return value
-        if value.startswith(("redis://", "rediss://", "unix://")):
-            from redis.connection import parse_url  # only a Redis URL needs the Redis client
-
-            try:
-                parse_url(value)
-            except ValueError as error:
-                raise ValueError(f"not a usable Redis URL: {error}") from None
-            return value
-        raise ValueError(
-            "must be 'memory', a SQLite file (sqlite:///relative.db, sqlite:////absolute/path.db) or a "
-            "Redis URL (redis://host:6379/0, rediss://... for TLS, unix:///path/to/redis.sock)"
-        )
+        store_schemes.check(value)  # a ValueError that says what is wrong
+        return value
 
     @field_validator("tool_token", "answerer_password", mode="before")
     @classmethod

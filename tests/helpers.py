@@ -180,4 +180,5 @@ async def until(condition: Callable[[], bool | Awaitable[bool]], timeout: float 
 
 def waited_on(store: Any, request_id: str) -> bool:
     """Whether something (a long poll, ``POST /elicit``) waits on ``request_id`` in this store now."""
-    return request_id in getattr(store, "_done", {}) or request_id in getattr(store, "_waiters", {})
+    local = getattr(store, "_index", None)  # the in-memory and SQLite stores' records in memory
+    return request_id in getattr(local, "_done", {}) or request_id in getattr(store, "_waiters", {})

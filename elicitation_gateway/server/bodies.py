@@ -20,7 +20,7 @@ from elicitation_gateway.conversion.fields import Kind, Option
 from elicitation_gateway.conversion.schema import hints
 from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.models import QuestionInfo
-from elicitation_gateway.stores.base import Status
+from elicitation_gateway.records import Status
 
 
 class Body(BaseModel):

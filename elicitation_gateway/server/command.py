@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from elicitation_gateway import __version__
 from elicitation_gateway.settings import Settings
+from elicitation_gateway.stores.schemes import scheme_of
 
 PROG = "elicitation-gateway"  # the console script, also when run as ``python -m elicitation_gateway``
 OTHER_COMMANDS = ("ask", "answer", "proxy")
@@ -48,10 +49,11 @@ def main(argv: list[str]) -> int:
             )
         return 2
 
-    is_redis = settings.store.startswith(("redis://", "rediss://", "unix://"))
-    if is_redis and importlib.util.find_spec("redis") is None:
+    scheme = scheme_of(settings.store)
+    if scheme.needs is not None and importlib.util.find_spec(scheme.needs) is None:
         print(
-            f"{PROG}: the Redis store needs the redis package: pip install 'elicitation-gateway[redis]'",
+            f"{PROG}: the {scheme.title} store needs the {scheme.needs} package: "
+            f"pip install 'elicitation-gateway[{scheme.name}]'",
             file=sys.stderr,
         )
         return 2

@@ -9,6 +9,7 @@ from mcp_types.jsonrpc import INVALID_PARAMS, ErrorData, JSONRPCError
 
 from elicitation_gateway.conversion.answers import Issue
 from elicitation_gateway.encoding import JsonResponse
+from elicitation_gateway.records import Status
 from elicitation_gateway.server.bodies import (
     BadRequest,
     BadRequestData,
@@ -16,7 +17,6 @@ from elicitation_gateway.server.bodies import (
     QuestionNotFoundError,
     json_response,
 )
-from elicitation_gateway.stores.base import Status
 
 
 class ToolError(Exception):

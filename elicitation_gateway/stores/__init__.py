@@ -1,22 +1,16 @@
-"""Choosing the store from the ``store`` setting: in memory (the default), a SQLite file, or a Redis URL."""
+"""Choosing the store from the ``store`` setting: in memory (the default), a SQLite file, or a Redis URL.
 
-from elicitation_gateway.settings import Settings
-from elicitation_gateway.stores.base import Store
-from elicitation_gateway.stores.memory import MemoryStore
+The kinds, and how a value names each, are in :mod:`elicitation_gateway.stores.schemes`; each kind's
+module is imported only when it is made.
+"""
+
+from typing import TYPE_CHECKING
+
+from elicitation_gateway.stores.schemes import StoreSettings, scheme_of
+
+if TYPE_CHECKING:
+    from elicitation_gateway.stores.base import Store
 
 
-def make_store(settings: Settings) -> Store:
-    options = {
-        "history_size": settings.history_size,
-        "result_ttl": settings.result_ttl,
-        "subscriber_queue": settings.subscriber_queue,
-    }
-    if settings.store == "memory":
-        return MemoryStore(history_bytes=settings.history_bytes, **options)
-    if settings.store.startswith("sqlite:"):
-        from elicitation_gateway.stores.sqlite import SqliteStore
-
-        return SqliteStore.from_url(settings.store, history_bytes=settings.history_bytes, **options)
-    from elicitation_gateway.stores.redis import RedisStore  # imported here: the others need no Redis client
-
-    return RedisStore(settings.store, replica_liveness=settings.replica_liveness, **options)
+def make_store(settings: StoreSettings) -> "Store":
+    return scheme_of(settings.store).make(settings)

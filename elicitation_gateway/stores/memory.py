@@ -1,22 +1,35 @@
 """The embedded store: records, history and subscribers in this process's memory.
 
+:class:`MemoryIndex` holds them; :class:`MemoryStore` is the store made of it alone, and the SQLite
+store (:mod:`elicitation_gateway.stores.sqlite`) serves its reads from one while it keeps a file.
 Every call runs on the event loop without awaiting in the middle of a change, so each one is atomic.
 """
 
 import asyncio
 import contextlib
 import itertools
+import time
 from collections import Counter, deque
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from elicitation_gateway import events
 from elicitation_gateway.deadlines import Deadlines
-from elicitation_gateway.stores.base import Record, Status, Store
+from elicitation_gateway.records import Record, Status
+from elicitation_gateway.stores.base import Store
 from elicitation_gateway.stores.fanout import LocalSubscription, Subscribers
 from elicitation_gateway.stores.orphans import LocalOrphans
 
 
-class MemoryStore(Store):
+class MemoryIndex:
+    """Pending and finished records, the replay history and this process's subscribers.
+
+    A change comes whole, made by its caller: a record with its ``question.asked``, a finished record
+    with its end. So a store that must keep a change elsewhere first (a file) keeps exactly what is
+    then published here. Finished records are forgotten after ``result_ttl``, and ``forgotten`` is
+    told of each.
+    """
+
     def __init__(
         self,
         *,
@@ -24,11 +37,13 @@ class MemoryStore(Store):
         result_ttl: float = 600,
         subscriber_queue: int = 1000,
         history_bytes: int = 64 * 1024 * 1024,
+        forgotten: Callable[[str], None] | None = None,
     ):
         self._history_size = history_size
         self._history_bytes = history_bytes
         self._result_ttl = result_ttl
         self._subscriber_queue = subscriber_queue
+        self._forgotten = forgotten
         self._pending: dict[str, Record] = {}  # insertion order is creation order
         self._pending_by_session: Counter[str] = Counter()
         self._finished: dict[str, Record] = {}
@@ -40,53 +55,78 @@ class MemoryStore(Store):
         self._history_held = 0  # bytes the history's events hold (their JSON and frames)
         self._seq = 0
         self._subscribers = Subscribers()
-        self._orphans = LocalOrphans()
 
-    async def close(self) -> None:
+    @property
+    def seq(self) -> int:
+        """The sequence number of the last event published (or restored): events are numbered 1, 2, …"""
+        return self._seq
+
+    def close(self) -> None:
         self._subscribers.end_all()
         self._forget_at.clear()
 
-    async def add(self, record: Record) -> None:
-        self._pending[record.id] = record
-        self._pending_by_session[record.request.sessionID] += 1
-        # Made now, a few microseconds each, rather than all at once for the first subscriber, which
-        # would hold the loop for as long as thousands of them take.
-        self._announcements[record.id] = record.asked_event(replayable=False)
-        self._publish(record.asked_event())
+    # Reads
 
-    async def get(self, request_id: str) -> Record | None:
+    def get(self, request_id: str) -> Record | None:
         return self._pending.get(request_id) or self._finished.get(request_id)
 
-    async def pending(self) -> list[Record]:
+    def pending_record(self, request_id: str) -> Record | None:
+        return self._pending.get(request_id)
+
+    def pending(self) -> list[Record]:
         return list(self._pending.values())
 
-    async def count_pending(self, session_id: str | None = None) -> int:
+    def count_pending(self, session_id: str | None = None) -> int:
         if session_id is None:
             return len(self._pending)
         return self._pending_by_session.get(session_id, 0)
 
-    async def finish(
-        self,
-        request_id: str,
-        status: Status,
-        result: dict[str, Any],
-        answers: list[list[str]] | None = None,
-    ) -> Record | None:
-        record = self._pending.pop(request_id, None)
-        if record is None:
-            return None
+    def count_finished(self) -> int:
+        return len(self._finished)
+
+    # Changes
+
+    def add(self, record: Record, asked: events.Event) -> None:
+        """Keep a new pending record and publish its ``question.asked``."""
+        self._keep_pending(record)
+        self._publish(asked)
+
+    def finish(self, finished: Record, ended: events.Event) -> None:
+        """Move a pending record to ``finished`` (its finished form) and publish how it ended; those
+        waiting on it wake."""
+        request_id = finished.id
+        record = self._pending.pop(request_id)
         session = record.request.sessionID
         self._pending_by_session[session] -= 1
         if not self._pending_by_session[session]:
             del self._pending_by_session[session]
-        record = record.finished(status, result)
-        self._finished[request_id] = record
+        self._finished[request_id] = finished
         self._announcements.pop(request_id, None)
-        self._publish(record.finished_event(answers))
+        self._publish(ended)
         if (done := self._done.pop(request_id, None)) is not None:
             done.set()
         self._forget_at.set(request_id, self._result_ttl)
-        return record
+
+    # Restoring what a previous process kept (before anyone subscribes)
+
+    def restore(self, record: Record) -> None:
+        """A record as it was kept: pending (announced to subscribers), or finished (forgotten when its
+        retention ends, counted from when it finished)."""
+        if record.pending:
+            self._keep_pending(record)
+            return
+        now = time.time()
+        self._finished[record.id] = record
+        self._forget_at.set(record.id, (record.finished_at or now) + self._result_ttl - now)
+
+    def restore_history(self, kept: Iterable[tuple[int, events.Event]], seq: int) -> None:
+        """Events kept for replay with their sequence numbers, oldest first; ``seq``: the last number
+        given, from which new events count on."""
+        for number, event in kept:
+            self._remember(event, number)
+        self._seq = seq
+
+    # Waiting and subscribing
 
     async def wait(self, request_id: str, seconds: float) -> Record | None:
         if request_id in self._pending:
@@ -94,22 +134,13 @@ class MemoryStore(Store):
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(seconds):  # unlike wait_for, no task of its own
                     await done.wait()
-        return await self.get(request_id)
+        return self.get(request_id)
 
     def wake(self, request_id: str) -> None:
         if (done := self._done.pop(request_id, None)) is not None:
             done.set()
 
-    async def orphan(self, caller: str, request_id: str, digest: str, seconds: float) -> None:
-        self._orphans.orphan(caller, request_id, digest, seconds)
-
-    async def claim_orphan(self, caller: str, digest: str) -> str | None:
-        return self._orphans.claim(caller, digest)
-
-    async def end_orphan(self, request_id: str) -> bool:
-        return self._orphans.end(request_id)
-
-    async def subscribe(self, last_event_id: str | None = None) -> LocalSubscription:
+    def subscribe(self, last_event_id: str | None = None) -> LocalSubscription:
         seq = self._history_seq.get(last_event_id) if last_event_id else None
         if seq is None:
             backlog = list(self._announcements.values())  # in the order asked, as pending is
@@ -119,6 +150,15 @@ class MemoryStore(Store):
         subscription = LocalSubscription(self._subscribers, backlog, self._subscriber_queue)
         self._subscribers.add(subscription)
         return subscription
+
+    # ---------------------------------------------------------------------------------------------
+
+    def _keep_pending(self, record: Record) -> None:
+        self._pending[record.id] = record
+        self._pending_by_session[record.request.sessionID] += 1
+        # Made now, a few microseconds each, rather than all at once for the first subscriber, which
+        # would hold the loop for as long as thousands of them take.
+        self._announcements[record.id] = record.asked_event(replayable=False)
 
     def _publish(self, event: events.Event) -> None:
         self._seq += 1
@@ -140,6 +180,73 @@ class MemoryStore(Store):
 
     def _forget(self, request_id: str) -> None:
         self._finished.pop(request_id, None)
+        if self._forgotten is not None:
+            self._forgotten(request_id)
+
+
+class MemoryStore(Store):
+    def __init__(
+        self,
+        *,
+        history_size: int = 1000,
+        result_ttl: float = 600,
+        subscriber_queue: int = 1000,
+        history_bytes: int = 64 * 1024 * 1024,
+    ):
+        self._index = MemoryIndex(
+            history_size=history_size,
+            result_ttl=result_ttl,
+            subscriber_queue=subscriber_queue,
+            history_bytes=history_bytes,
+        )
+        self._orphans = LocalOrphans()
+
+    async def close(self) -> None:
+        self._index.close()
+
+    async def add(self, record: Record) -> None:
+        self._index.add(record, record.asked_event())
+
+    async def get(self, request_id: str) -> Record | None:
+        return self._index.get(request_id)
+
+    async def pending(self) -> list[Record]:
+        return self._index.pending()
+
+    async def count_pending(self, session_id: str | None = None) -> int:
+        return self._index.count_pending(session_id)
+
+    async def finish(
+        self,
+        request_id: str,
+        status: Status,
+        result: dict[str, Any],
+        answers: list[list[str]] | None = None,
+    ) -> Record | None:
+        record = self._index.pending_record(request_id)
+        if record is None:
+            return None
+        finished = record.finished(status, result)
+        self._index.finish(finished, finished.finished_event(answers))
+        return finished
+
+    async def wait(self, request_id: str, seconds: float) -> Record | None:
+        return await self._index.wait(request_id, seconds)
+
+    def wake(self, request_id: str) -> None:
+        self._index.wake(request_id)
+
+    async def orphan(self, caller: str, request_id: str, digest: str, seconds: float) -> None:
+        self._orphans.orphan(caller, request_id, digest, seconds)
+
+    async def claim_orphan(self, caller: str, digest: str) -> str | None:
+        return self._orphans.claim(caller, digest)
+
+    async def end_orphan(self, request_id: str) -> bool:
+        return self._orphans.end(request_id)
+
+    async def subscribe(self, last_event_id: str | None = None) -> LocalSubscription:
+        return self._index.subscribe(last_event_id)
 
 
 EVENT_OVERHEAD = 400

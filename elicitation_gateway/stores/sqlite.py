@@ -11,14 +11,15 @@ Tables::
               blocking request for it (``waited_on``: nobody can collect such a one after a crash)
     events    the replay history in publication order (``seq``), capped at ``history_size``
 
-Reads are served from memory (the in-memory store this one extends); every change is committed to
-the file before its event is published. Writes run inline on the event loop, one connection, one
-writer: in WAL mode with ``synchronous=NORMAL`` a commit is a ``write()`` to the log without an
-fsync (about 20-40 µs), so awaiting a thread would cost more than it saves, and staying on the loop
-keeps each change atomic as in memory. A committed transaction survives the process being killed
-(it is in the operating system's cache); only a power loss or a kernel crash may lose the last ones,
-which ``?synchronous=full`` prevents with an fsync per commit. Checkpoints, which fsync, run in a
-thread on a connection of their own, so they never stall the loop.
+Reads are served from memory (a :class:`.MemoryIndex`, as the in-memory store's); every change is
+committed to the file before it is made there and its event published. Writes run inline on the
+event loop, one connection, one writer: in WAL mode with ``synchronous=NORMAL`` a commit is a
+``write()`` to the log without an fsync (about 20-40 µs), so awaiting a thread would cost more than
+it saves, and staying on the loop keeps each change atomic as in memory. A committed transaction
+survives the process being killed (it is in the operating system's cache); only a power loss or a
+kernel crash may lose the last ones, which ``?synchronous=full`` prevents with an fsync per commit.
+Checkpoints, which fsync, run in a thread on a connection of their own, so they never stall the
+loop.
 
 Faults: a write that SQLite refuses (a full disk, an I/O error), or any write once the file at the
 path is no longer the one this store opened (deleted, moved away or replaced: checked with a
@@ -42,8 +43,11 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from elicitation_gateway import events, ids
-from elicitation_gateway.stores.base import Record, Status, StoreUnavailable
-from elicitation_gateway.stores.memory import MemoryStore
+from elicitation_gateway.records import Record, Status
+from elicitation_gateway.stores.base import Store, StoreUnavailable
+from elicitation_gateway.stores.fanout import LocalSubscription
+from elicitation_gateway.stores.memory import MemoryIndex
+from elicitation_gateway.stores.orphans import LocalOrphans
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +117,7 @@ def check_url(url: str) -> None:
         raise ValueError(f"cannot create {path}: {folder} is not a writable folder")
 
 
-class SqliteStore(MemoryStore):
+class SqliteStore(Store):
     durable = True
 
     def __init__(
@@ -126,12 +130,16 @@ class SqliteStore(MemoryStore):
         history_bytes: int = 64 * 1024 * 1024,
         synchronous: str = "normal",
     ) -> None:
-        super().__init__(
+        self._index = MemoryIndex(
             history_size=history_size,
             result_ttl=result_ttl,
             subscriber_queue=subscriber_queue,
             history_bytes=history_bytes,
+            forgotten=self._forget,
         )
+        self._orphans = LocalOrphans()
+        self._history_size = history_size
+        self._result_ttl = result_ttl
         self.path = Path(path)
         self._synchronous = synchronous
         self._db: sqlite3.Connection | None = None
@@ -187,14 +195,14 @@ class SqliteStore(MemoryStore):
             raise SqliteStoreError(self._explain(error)) from None
 
     async def close(self) -> None:
-        await super().close()
+        self._index.close()
         if self._checkpoint is not None:
             with contextlib.suppress(Exception):
                 await self._checkpoint
         if self._db is not None:
             moved = self._moved()
             with contextlib.suppress(sqlite3.Error):
-                self._trim(self._db, self._seq)
+                self._trim(self._db, self._index.seq)
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             if moved:
                 self._write_back(moved)  # closes the connection
@@ -229,41 +237,37 @@ class SqliteStore(MemoryStore):
         return f"cannot use the question store {self.path}: {text}"
 
     def _load(self) -> None:
-        now = time.time()
         with self._transaction() as db:  # results past their retention go now
-            db.execute("DELETE FROM records WHERE finished_at < ?", (now - self._result_ttl,))
+            db.execute("DELETE FROM records WHERE finished_at < ?", (time.time() - self._result_ttl,))
         last_id = ""
         for raw, waited_on in db.execute("SELECT body, waited_on FROM records ORDER BY rowid"):
             record = Record.model_validate_json(raw)
             last_id = max(last_id, record.id)
-            if record.pending:
-                self._pending[record.id] = record
-                self._pending_by_session[record.request.sessionID] += 1
-                self._announcements[record.id] = record.asked_event(replayable=False)
-                if waited_on:
-                    self._waited_on.append(record.id)
-            else:
-                self._finished[record.id] = record
-                self._forget_at.set(record.id, (record.finished_at or now) + self._result_ttl - now)
+            self._index.restore(record)
+            if record.pending and waited_on:
+                self._waited_on.append(record.id)
         rows = db.execute(
             "SELECT seq, id, type, directory, properties FROM events ORDER BY seq DESC LIMIT ?",
             (self._history_size,),
         ).fetchall()
+        kept = []
         for seq, event_id, kind, directory, properties in reversed(rows):
             event = events.Event(
                 kind, None, directory=directory, replayable=True, id=event_id, properties_json=properties
             )
-            self._remember(event, seq)
+            kept.append((seq, event))
             last_id = max(last_id, event_id)
-        self._seq = db.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]
+        last_seq = db.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]
+        self._index.restore_history(kept, last_seq)
         if last_id:
             ids.not_before(last_id)  # new ids sort after the old ones, even if the clock went back
-        if self._pending or self._finished or rows:
+        pending, finished = self._index.count_pending(), self._index.count_finished()
+        if pending or finished or rows:
             logger.info(
                 "question store %s: %d pending, %d finished, %d events kept",
                 self.path,
-                len(self._pending),
-                len(self._finished),
+                pending,
+                finished,
                 len(rows),
             )
 
@@ -278,10 +282,7 @@ class SqliteStore(MemoryStore):
                 (record.id, record.model_dump_json()),
             )
             self._append(db, event)
-        self._pending[record.id] = record
-        self._pending_by_session[record.request.sessionID] += 1
-        self._announcements[record.id] = record.asked_event(replayable=False)
-        self._publish(event)
+        self._index.add(record, event)
 
     async def finish(
         self,
@@ -290,7 +291,7 @@ class SqliteStore(MemoryStore):
         result: dict[str, Any],
         answers: list[list[str]] | None = None,
     ) -> Record | None:
-        record = self._pending.get(request_id)
+        record = self._index.pending_record(request_id)
         if record is None:
             return None
         finished = record.finished(status, result)
@@ -301,18 +302,35 @@ class SqliteStore(MemoryStore):
                 (status, finished.finished_at, finished.model_dump_json(), request_id),
             )
             self._append(db, event)
-        del self._pending[request_id]
-        session = record.request.sessionID
-        self._pending_by_session[session] -= 1
-        if not self._pending_by_session[session]:
-            del self._pending_by_session[session]
-        self._finished[request_id] = finished
-        self._announcements.pop(request_id, None)
-        self._publish(event)
-        if (done := self._done.pop(request_id, None)) is not None:
-            done.set()
-        self._forget_at.set(request_id, self._result_ttl)
+        self._index.finish(finished, event)
         return finished
+
+    async def get(self, request_id: str) -> Record | None:
+        return self._index.get(request_id)
+
+    async def pending(self) -> list[Record]:
+        return self._index.pending()
+
+    async def count_pending(self, session_id: str | None = None) -> int:
+        return self._index.count_pending(session_id)
+
+    async def wait(self, request_id: str, seconds: float) -> Record | None:
+        return await self._index.wait(request_id, seconds)
+
+    def wake(self, request_id: str) -> None:
+        self._index.wake(request_id)
+
+    async def subscribe(self, last_event_id: str | None = None) -> LocalSubscription:
+        return self._index.subscribe(last_event_id)
+
+    async def orphan(self, caller: str, request_id: str, digest: str, seconds: float) -> None:
+        self._orphans.orphan(caller, request_id, digest, seconds)
+
+    async def claim_orphan(self, caller: str, digest: str) -> str | None:
+        return self._orphans.claim(caller, digest)
+
+    async def end_orphan(self, request_id: str) -> bool:
+        return self._orphans.end(request_id)
 
     def tool_waits(self, request_id: str) -> None:
         try:  # one statement: a transaction of its own
@@ -328,7 +346,7 @@ class SqliteStore(MemoryStore):
 
     async def abandoned(self) -> list[str]:
         waited_on, self._waited_on = self._waited_on, []
-        return [request_id for request_id in waited_on if request_id in self._pending]
+        return [request_id for request_id in waited_on if self._index.pending_record(request_id) is not None]
 
     async def problem(self) -> str | None:
         """Checks that the path still holds this store's file (a ``stat``); after a failed write, tries
@@ -446,16 +464,16 @@ class SqliteStore(MemoryStore):
     def _append(self, db: sqlite3.Connection, event: events.Event) -> None:
         db.execute(
             "INSERT INTO events (seq, id, type, directory, properties) VALUES (?, ?, ?, ?, ?)",
-            (self._seq + 1, event.id, event.type, event.directory, event.properties_json()),
+            (seq := self._index.seq + 1, event.id, event.type, event.directory, event.properties_json()),
         )
-        if (self._seq + 1) % TRIM_EVERY == 0:  # loading reads the last ``history_size`` only
-            self._trim(db, self._seq + 1)
+        if seq % TRIM_EVERY == 0:  # loading reads the last ``history_size`` only
+            self._trim(db, seq)
 
     def _trim(self, db: sqlite3.Connection, last: int) -> None:
         db.execute("DELETE FROM events WHERE seq <= ?", (last - self._history_size,))
 
     def _forget(self, request_id: str) -> None:
-        super()._forget(request_id)
+        """A finished record's retention ended: the memory forgot it, and so does the file."""
         if self._db is not None:  # failing, the row goes at the next start (past its retention)
             with contextlib.suppress(sqlite3.Error, StoreUnavailable), self._transaction() as db:
                 db.execute("DELETE FROM records WHERE id = ? AND status != 'pending'", (request_id,))

@@ -490,7 +490,7 @@ def _read_to_end(raw: socket.socket) -> bytes:
 
 async def test_a_stalled_subscriber_is_disconnected_while_others_keep_working(make_server):
     server = make_server(subscriber_queue=5, max_text_length=1_000_000)
-    subscribers = server.gateway.store._subscribers
+    subscribers = server.gateway.store._index._subscribers
     raw = _stalled_subscriber(server.port)
     try:
         async with asyncio.timeout(5):
@@ -549,7 +549,7 @@ async def test_a_client_that_leaves_while_its_stream_subscribes_frees_everything
         ):
             assert response.status_code == 200  # and the client leaves at once
         async with asyncio.timeout(5):
-            while server.gateway.subscribers or len(store._subscribers):  # noqa: ASYNC110
+            while server.gateway.subscribers or len(store._index._subscribers):  # noqa: ASYNC110
                 await asyncio.sleep(0.02)
     finally:
         store.subscribe = subscribe

@@ -8,7 +8,7 @@ import pytest
 
 from elicitation_gateway.conversion.schema import build_form
 from elicitation_gateway.models import QuestionRequest
-from elicitation_gateway.stores.base import Record
+from elicitation_gateway.records import Record
 from elicitation_gateway.stores.memory import MemoryStore
 from elicitation_gateway.stores.sqlite import SqliteStore
 
@@ -49,9 +49,9 @@ async def test_the_oldest_events_go_once_they_hold_more_than_the_budget(make_sto
     for number in range(20):
         await store.add(big_record(f"que_{number:03}"))
         await store.finish(f"que_{number:03}", "cancelled", {"action": "cancel"})
-    assert 0 < len(store._history) < 40
-    assert store._history_held <= 1_000_000
-    kept = [event.id for event in store._history]
+    assert 0 < len(store._index._history) < 40
+    assert store._index._history_held <= 1_000_000
+    kept = [event.id for event in store._index._history]
 
     # A client that last saw a kept event replays from there; one that saw a dropped event is told of
     # the pending questions again (none here), as after any gap.
@@ -68,4 +68,4 @@ async def test_small_events_are_bounded_by_count_as_before(make_store):
     store = await make_store(history_size=5)
     for number in range(10):
         await store.add(big_record(f"que_{number}"))
-    assert len(store._history) == 5
+    assert len(store._index._history) == 5

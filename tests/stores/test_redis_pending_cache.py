@@ -23,7 +23,8 @@ import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from elicitation_gateway import events
-from elicitation_gateway.stores.redis import RedisStore, RedisSubscription
+from elicitation_gateway.stores.redis import RedisStore
+from elicitation_gateway.stores.redis.store import RedisSubscription
 from tests.helpers import until
 from tests.stores.test_store import record
 

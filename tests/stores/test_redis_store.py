@@ -18,10 +18,12 @@ from elicitation_gateway import ids
 from elicitation_gateway.server.command import main as serve_main
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores import make_store
-from elicitation_gateway.stores import redis as redis_store
 from elicitation_gateway.stores.base import Store, StoreUnavailable
 from elicitation_gateway.stores.memory import MemoryStore
-from elicitation_gateway.stores.redis import RedisStore, event_id_of, stream_id_of
+from elicitation_gateway.stores.redis import RedisStore
+from elicitation_gateway.stores.redis import store as redis_store
+from elicitation_gateway.stores.redis.codec import decode, encode, event_id_of, stream_id_of
+from elicitation_gateway.stores.redis.scripts import FINISH
 from tests.helpers import until, waited_on
 from tests.stores.test_store import drain, record
 
@@ -284,9 +286,9 @@ async def test_a_replica_that_falls_behind_the_cap_ends_its_streams(redis_url, m
 
 def test_a_pending_question_goes_into_the_stream_without_being_encoded_again():
     asked = record("que_1", "/p").asked_event()
-    entry = redis_store._encode(asked)
+    entry = encode(asked)
     assert asked._properties is None  # the request's JSON, spliced as it was encoded once
-    read_back = redis_store._decode("1700000000000-0", {"e": entry})
+    read_back = decode("1700000000000-0", {"e": entry})
     assert read_back is not None
     assert (read_back.type, read_back.directory) == ("question.asked", "/p")
     assert read_back.properties == asked.properties
@@ -432,7 +434,7 @@ async def test_an_entry_without_counts_makes_a_replica_count_again(replicas, mon
         pipe.set(first._record_key(older.id), older.model_dump_json())
         pipe.zadd(first._pending_key, {older.id: older.created_at})
         pipe.hincrby(first._sessions_key, "ses_2", 1)
-        pipe.xadd(first._events_key, {"e": redis_store._encode(older.asked_event())})
+        pipe.xadd(first._events_key, {"e": encode(older.asked_event())})
         await pipe.execute()
     await caught_up(first, second)
     await until(lambda: second._counts is not None, what="the second replica counted again")
@@ -557,14 +559,14 @@ async def test_a_finish_sent_again_after_a_lost_reply_is_still_this_finish(repli
         finished.model_dump_json(),
         60_000,
         "ses_1",
-        redis_store._encode(finished.finished_event(None)),
+        encode(finished.finished_event(None)),
         first._stream_length,
     ]
     keys = first._keys("que_1")
-    assert await first._scripts_batched.run(redis_store._FINISH, keys, args) not in (None, 0)
-    assert await first._scripts_batched.run(redis_store._FINISH, keys, args) == 0
+    assert await first._scripts_batched.run(FINISH, keys, args) not in (None, 0)
+    assert await first._scripts_batched.run(FINISH, keys, args) == 0
     other = pending.finished("answered", {"action": "accept", "content": {}}).model_dump_json()
-    assert await first._scripts_batched.run(redis_store._FINISH, keys, [args[0], other, *args[2:]]) is None
+    assert await first._scripts_batched.run(FINISH, keys, [args[0], other, *args[2:]]) is None
     await caught_up(first)
     assert await counted(first) == await counted_in_redis(first)
     assert await first.count_pending() == 0

@@ -151,7 +151,7 @@ async def test_what_sqlite_refuses_is_store_unavailable_and_changes_nothing(tmp_
 async def test_a_constraint_broken_by_a_bug_is_not_taken_for_a_full_disk(tmp_path):
     store = await opened(tmp_path / "gateway.db")
     await store.add(record("que_1"))
-    store._pending.clear()  # (a bug: memory forgot a record the file has)
+    store._index._pending.clear()  # (a bug: memory forgot a record the file has)
     with pytest.raises(sqlite3.IntegrityError):
         await store.add(record("que_1"))
     assert await store.problem() is None

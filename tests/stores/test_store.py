@@ -13,7 +13,8 @@ import pytest
 
 from elicitation_gateway.conversion.schema import build_form
 from elicitation_gateway.models import QuestionRequest
-from elicitation_gateway.stores.base import Record, Store
+from elicitation_gateway.records import Record
+from elicitation_gateway.stores.base import Store
 from elicitation_gateway.stores.memory import MemoryStore
 from elicitation_gateway.stores.orphans import DigestMismatch
 from elicitation_gateway.stores.redis import RedisStore

@@ -12,7 +12,7 @@ from elicitation_gateway.budget import PendingBytes, record_bytes
 from elicitation_gateway.conversion.forms import FormCache, Limits, footprint
 from elicitation_gateway.conversion.schema import build_form, shorten
 from elicitation_gateway.models import QuestionRequest
-from elicitation_gateway.stores.base import Record
+from elicitation_gateway.records import Record
 from tests.helpers import COLOR_SCHEMA, RFC0010_SCHEMA, text_properties
 
 

@@ -33,8 +33,8 @@ from elicitation_gateway.notify import (
     target_label,
     worst_case_seconds,
 )
+from elicitation_gateway.records import Record
 from elicitation_gateway.settings import Settings
-from elicitation_gateway.stores.base import Record
 from tests.helpers import until
 
 

@@ -15,7 +15,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from elicitation_gateway import events, ids
-from elicitation_gateway.stores.redis import _decode, _encode, _stream_order, event_id_of, stream_id_of
+from elicitation_gateway.stores.redis.codec import decode, encode, event_id_of, stream_id_of, stream_order
 
 MILLIS = st.integers(0, 2**48 - 1)
 """Stream ids' milliseconds: 12 hex digits last until the year 10889."""
@@ -113,7 +113,7 @@ def test_the_largest_sequence_maps_and_the_next_does_not():
 @given(STREAM_IDS, STREAM_IDS)
 def test_event_ids_sort_as_the_stream_orders_its_entries(first: str, second: str):
     """Redis orders entries by milliseconds, then sequence, as numbers: so do the event ids, as strings."""
-    first_order, second_order = _stream_order(first), _stream_order(second)
+    first_order, second_order = stream_order(first), stream_order(second)
     assert first_order == tuple(int(part) for part in first.split("-"))
     assert (event_id_of(first) < event_id_of(second)) == (first_order < second_order)
     assert (event_id_of(first) == event_id_of(second)) == (first == second)
@@ -121,7 +121,7 @@ def test_event_ids_sort_as_the_stream_orders_its_entries(first: str, second: str
 
 @given(st.lists(STREAM_IDS, min_size=2, max_size=20, unique=True), st.randoms())
 def test_sorting_event_ids_sorts_their_entries(stream_ids: list[str], shuffle: random.Random):
-    in_stream_order = sorted(stream_ids, key=_stream_order)
+    in_stream_order = sorted(stream_ids, key=stream_order)
     shuffled = list(stream_ids)
     shuffle.shuffle(shuffled)
     assert [stream_id_of(e) for e in sorted(map(event_id_of, shuffled))] == in_stream_order
@@ -132,7 +132,7 @@ def test_sorting_event_ids_sorts_their_entries(stream_ids: list[str], shuffle: r
     [("1-9", "1-10"), ("9-99", "10-0"), ("1700000000000-5", "1700000000001-0"), ("0-0", "0-1")],
 )
 def test_stream_order_compares_numbers_not_strings(earlier: str, later: str):
-    assert _stream_order(earlier) < _stream_order(later)
+    assert stream_order(earlier) < stream_order(later)
     assert event_id_of(earlier) < event_id_of(later)
 
 
@@ -150,8 +150,8 @@ EVENTS = [
 
 @pytest.mark.parametrize("event", EVENTS, ids=["replied", "rejected", "asked-unicode", "asked-pre-encoded"])
 def test_an_entry_decodes_to_its_event_with_the_entry_id(event: events.Event):
-    entry = _encode(event)
-    decoded = _decode("1700000000000-7", {"e": entry})
+    entry = encode(event)
+    decoded = decode("1700000000000-7", {"e": entry})
     assert decoded is not None
     assert (decoded.type, decoded.properties, decoded.directory) == (
         event.type,
@@ -166,9 +166,9 @@ def test_an_entry_keeps_no_id_and_splices_encoded_properties_as_they_are():
     """The same event written by two replicas differs only by its entry's id; a pending question's
     request, encoded once, is written as is."""
     event = EVENTS[3]
-    entry = json.loads(_encode(event))
+    entry = json.loads(encode(event))
     assert set(entry) == {"type", "properties", "directory"}
-    assert '"properties":{"id":"que_4","sessionID":"ses_2","questions":[]}' in _encode(event)
+    assert '"properties":{"id":"que_4","sessionID":"ses_2","questions":[]}' in encode(event)
 
 
 @pytest.mark.parametrize(
@@ -186,6 +186,6 @@ def test_an_entry_keeps_no_id_and_splices_encoded_properties_as_they_are():
     ids=["empty", "other-field", "not-json", "null", "list", "string", "no-type", "no-properties"],
 )
 def test_an_entry_that_is_not_an_event_decodes_to_none_with_a_warning(fields: dict, caplog):
-    with caplog.at_level(logging.WARNING, logger="elicitation_gateway.stores.redis"):
-        assert _decode("1700000000000-3", fields) is None
+    with caplog.at_level(logging.WARNING, logger="elicitation_gateway.stores.redis.codec"):
+        assert decode("1700000000000-3", fields) is None
     assert "skipping stream entry 1700000000000-3: not an event" in caplog.text

@@ -23,6 +23,7 @@ from elicitation_gateway.gateway import (
     ShuttingDown,
     TooLarge,
 )
+from elicitation_gateway.records import Record
 from elicitation_gateway.server.bodies import ElicitationStatus, JSONRPCElicitResponse, json_response
 from elicitation_gateway.server.errors import ToolError, jsonrpc_error, tool_error
 from elicitation_gateway.server.routes.parsing import (
@@ -37,7 +38,6 @@ from elicitation_gateway.server.routes.parsing import (
     read_body,
     unwrap_jsonrpc,
 )
-from elicitation_gateway.stores.base import Record
 
 T = TypeVar("T")
 

@@ -10,6 +10,7 @@ from starlette.responses import Response, StreamingResponse
 from elicitation_gateway.conversion.answers import AnswerError
 from elicitation_gateway.encoding import JsonResponse, to_utf8
 from elicitation_gateway.gateway import CANCEL, Gateway, NotFound
+from elicitation_gateway.records import Record
 from elicitation_gateway.server.bodies import FormField, QuestionForm, QuestionReject, json_response
 from elicitation_gateway.server.errors import PayloadError, bad_request, question_not_found
 from elicitation_gateway.server.routes.parsing import (
@@ -20,7 +21,6 @@ from elicitation_gateway.server.routes.parsing import (
     parse_json,
     read_body,
 )
-from elicitation_gateway.stores.base import Record
 
 logger = logging.getLogger(__name__)
 

@@ -1,49 +1,10 @@
-"""The Redis store: one set of questions for every replica, and one event stream they all send.
-
-Keys (``prefix`` is ``gateway`` unless told otherwise)::
-
-    {prefix}:record:{id}    the Record as JSON; a finished one expires after the retention period
-                            (a pending one leaves by finishing: every replica times it out)
-    {prefix}:pending        sorted set of pending ids, scored by creation time (oldest first)
-    {prefix}:sessions       hash: pending questions per session
-    {prefix}:events         stream of events, capped (``XADD MAXLEN ~``)
-    {prefix}:replica:{id}   a replica's liveness entry: refreshed every third of its lifetime
-    {prefix}:waits:{id}     set of the ids whose tool waits on a blocking request to that replica
-    {prefix}:replicas       set of the replicas that have such a set
-
-Every change is one Lua script, one round trip, that also appends its event to the stream: ``add``
-keeps a record, ``finish`` moves one out of the pending set only if it is still there. So a record
-finishes once in the whole cluster, and its ``question.replied`` or ``question.rejected`` goes out
-exactly once.
-
-Each replica runs one ``XREAD`` loop that decodes every stream entry once and hands the same event to
-all of its local subscribers. An event's id is derived from its stream entry's id (see
-:func:`event_id_of`), so every replica sends the same ids, in the same order, and a ``Last-Event-ID``
-from any replica leads back to the same place in the stream.
-
-Besides its event (``e``), an entry that adds or finishes a record carries what replicas would
-otherwise ask Redis for: how many records are pending after the change, in all (``n``) and in the
-record's session (``s``), as the script counted them, and a finish's finished record (``r``). Each
-replica keeps the counts of the entries it has read (:class:`PendingCounts`), so checking the limits
-costs no round trip, and hands the finished record to the requests waiting for it without reading
-it back.
-
-When Redis cannot be reached, calls raise :class:`.StoreUnavailable`, local streams end
-(clients reconnect and replay), and the loop keeps retrying until Redis is back.
-
-A replica that dies leaves questions whose tool waited on it, and nobody can collect their answers.
-Each replica keeps a liveness entry that lapses unless refreshed, and notes in a set of its own the
-questions its tools wait for (sent in the background, batched: no round trip of a request's own).
-A replica that finds another's entry lapsed moves that replica's set into its own, in one script
-(so once across replicas), and the gateway withdraws those still pending (:meth:`RedisStore.abandoned`).
-It claims only once it has itself been connected for a whole lifetime: after an outage of Redis every
-replica refreshes its entry before any other may find it lapsed.
+"""The Redis store itself: records kept by the scripts, the loop that follows the event stream and
+fans it out, the replicas' liveness entries, and orphans.
 """
 
 import asyncio
 import contextlib
 import hashlib
-import json
 import logging
 import os
 import secrets
@@ -53,17 +14,35 @@ from collections.abc import Iterator
 from typing import Any
 
 from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
-from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, ReadOnlyError, ResponseError
+from redis.exceptions import ReadOnlyError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from elicitation_gateway import events, ids
-from elicitation_gateway.stores.base import Record, Status, Store, StoreUnavailable
+from elicitation_gateway import events
+from elicitation_gateway.records import Record, Status
+from elicitation_gateway.stores.base import Store, StoreUnavailable
 from elicitation_gateway.stores.fanout import LocalSubscription, Subscribers
 from elicitation_gateway.stores.orphans import DigestMismatch
+from elicitation_gateway.stores.redis.cache import SLICE, PendingCache
+from elicitation_gateway.stores.redis.codec import (
+    decode,
+    encode,
+    entry,
+    event_id_of,
+    stream_id_of,
+    stream_order,
+)
+from elicitation_gateway.stores.redis.counts import PendingCounts
+from elicitation_gateway.stores.redis.scripts import (
+    ADD,
+    CLAIM_ORPHAN,
+    CLAIM_WAITS,
+    FINISH,
+    HeldConnection,
+    ScriptBatches,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -81,359 +60,12 @@ request: past the pool's size they wait for a free one (up to ``POOL_WAIT`` seco
 failing. Redis runs commands one at a time, so more connections would not make it faster. The URL's
 ``?max_connections=`` and ``?timeout=`` override both."""
 POOL_WAIT = 5.0
-SLICE = 500
-"""Records parsed, or announcements made, between two turns of the loop when there are thousands."""
 READ_BLOCK_MS = 5000
 READ_BATCH = 500
 RETRY_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0)
 CLOSE_DRAIN_SECONDS = 2.0
 REPLICA_LIVENESS = 10.0
 """Seconds a replica's liveness entry lasts unless refreshed (``GATEWAY_REPLICA_LIVENESS``)."""
-
-
-class Script:
-    """A Lua script, run by its SHA1 once Redis has it (sent whole the first time, and after Redis
-    forgot it)."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.sha = hashlib.sha1(source.encode()).hexdigest()
-
-
-class HeldConnection:
-    """One connection of a pool, kept for a user that sends one command at a time: the pool's
-    checkout, lock, retry and instrumentation around each command cost about 30 µs here, more than
-    the rest of a small command. redis-py closes the connection on any failure to send or read (so
-    no reply is left unread on it) and connects it again on the next command."""
-
-    def __init__(self, pool: ConnectionPool) -> None:
-        self._pool = pool
-        self._connection: AbstractConnection | None = None
-
-    async def execute(self, *args: Any) -> Any:
-        if (connection := self._connection) is None:
-            connection = self._connection = await self._pool.get_connection()
-        await connection.send_command(*args, check_health=False)
-        return await connection.read_response()
-
-    async def close(self) -> None:
-        if self._connection is not None:
-            with contextlib.suppress(Exception):
-                await self._connection.disconnect(nowait=True)
-
-
-class ScriptBatches:
-    """Runs the scripts of all requests in flight together: those called while a batch is on its way
-    go out in the next, as one pipeline, one exchange with Redis.
-
-    redis-py lends a connection per command, with a lock, a retry and instrumentation around each;
-    under load that was most of what a round trip spent on Redis, and Redis runs one command at a
-    time anyway. In a pipeline it is paid once per batch, and the commands are still packed, sent and
-    parsed by redis-py. When the connection breaks, redis-py sends a batch again whole: the scripts
-    tell a second run of themselves from the first. A script called while nothing else is on its way
-    goes out alone, on a :class:`HeldConnection`.
-
-    Batches are sent by a task of their own, so a caller that gives up (its request cancelled) does
-    not take the others' replies with it."""
-
-    def __init__(self, redis: Redis) -> None:
-        self._redis = redis
-        self._queued: list[tuple[Script, list[str], list[Any], asyncio.Future[Any]]] = []
-        self._sender: asyncio.Task[None] | None = None
-        self._alone = False  # a command is on its way by itself
-        self._held = HeldConnection(redis.connection_pool)  # the one it goes on
-
-    async def run(self, script: Script, keys: list[str], args: list[Any]) -> Any:
-        if self._sender is None and not self._alone:
-            # Nothing else on its way (one request at a time): a batch would only cost. Whatever comes
-            # meanwhile goes out in batches.
-            self._alone = True
-            try:
-                return await self._execute_one(script, keys, args)
-            finally:
-                self._alone = False
-        loop = asyncio.get_running_loop()
-        reply: asyncio.Future[Any] = loop.create_future()
-        self._queued.append((script, keys, args, reply))
-        if self._sender is None:
-            self._sender = loop.create_task(self._send())
-        return await reply
-
-    async def close(self) -> None:
-        """Let the batch on its way finish (its callers get their replies), then stop."""
-        if (sender := self._sender) is not None:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(CLOSE_DRAIN_SECONDS):
-                    await asyncio.shield(sender)
-            sender.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sender
-        await self._held.close()
-
-    async def _send(self) -> None:
-        try:
-            while self._queued:
-                batch, self._queued = self._queued, []
-                try:
-                    replies = await self._execute([(script, keys, args) for script, keys, args, _ in batch])
-                except Exception as error:  # every caller gets it, as from its own call
-                    replies = [error] * len(batch)
-                for (*_, reply), result in zip(batch, replies, strict=True):
-                    if reply.done():  # its caller gave up
-                        continue
-                    if isinstance(result, BaseException):
-                        reply.set_exception(result)
-                    else:
-                        reply.set_result(result)
-        finally:
-            self._sender = None
-
-    async def _execute_one(self, script: Script, keys: list[str], args: list[Any]) -> Any:
-        """A connection that broke is connected again and the script sent once more, as redis-py's
-        own retry would (the scripts tell a second run from the first)."""
-        try:
-            return await self._alone_once(script, keys, args)
-        except (RedisConnectionError, RedisTimeoutError, OSError):
-            return await self._alone_once(script, keys, args)
-
-    async def _alone_once(self, script: Script, keys: list[str], args: list[Any]) -> Any:
-        try:
-            return await self._held.execute("EVALSHA", script.sha, len(keys), *keys, *args)
-        except NoScriptError:  # not run: Redis restarted, or was flushed, since it had it
-            return await self._held.execute("EVAL", script.source, len(keys), *keys, *args)
-
-    async def _execute(self, batch: list[tuple[Script, list[str], list[Any]]]) -> list[Any]:
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for script, keys, args in batch:
-                pipe.evalsha(script.sha, len(keys), *keys, *args)
-            replies: list[Any] = await pipe.execute(raise_on_error=False)
-        # Not run: Redis restarted, or was flushed, since it had them. Sent whole, in the same order.
-        unknown = [n for n, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
-        if unknown:
-            async with self._redis.pipeline(transaction=False) as pipe:
-                for n in unknown:
-                    script, keys, args = batch[n]
-                    pipe.eval(script.source, len(keys), *keys, *args)
-                for n, reply in zip(unknown, await pipe.execute(raise_on_error=False), strict=True):
-                    replies[n] = reply
-        return replies
-
-
-_ADD = Script("""
--- KEYS: record, pending set, sessions hash, events stream
--- ARGV: request id, record, creation time, session id, event, stream length
--- Returns the entry's id and the counts after it; nothing when the record is there already (a retry
--- of an add whose reply was lost), so that a retry neither counts nor announces it twice.
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return false
-end
-redis.call('SET', KEYS[1], ARGV[2])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-local in_session = redis.call('HINCRBY', KEYS[3], ARGV[4], 1)
-local pending = redis.call('ZCARD', KEYS[2])
-local entry = redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[6], '*',
-  'e', ARGV[5], 'n', pending, 's', in_session)
-return {entry, pending, in_session}
-""")
-
-_FINISH = Script("""
--- KEYS: record, pending set, sessions hash, events stream
--- ARGV: request id, finished record, retention (ms), session id, event, stream length
--- Returns the entry's id and the counts after it; nothing when the record was not pending; 0 when
--- this very finish was made already (a retry of a finish whose reply was lost).
-if redis.call('ZREM', KEYS[2], ARGV[1]) == 0 then
-  if redis.call('GET', KEYS[1]) == ARGV[2] then
-    return 0
-  end
-  return false
-end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-local in_session = redis.call('HINCRBY', KEYS[3], ARGV[4], -1)
-if in_session <= 0 then
-  redis.call('HDEL', KEYS[3], ARGV[4])
-  in_session = 0
-end
-local pending = redis.call('ZCARD', KEYS[2])
-local entry = redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[6], '*',
-  'e', ARGV[5], 'n', pending, 's', in_session, 'r', ARGV[2])
-return {entry, pending, in_session}
-""")
-
-
-_CLAIM_ORPHAN = Script("""
--- KEYS: the caller's orphans list; ARGV: the orphaned-key prefix, the digest of the claiming call
--- Returns {request id} once claimed, {request id, 0} for a digest that differs (nothing claimed), {}
--- when the caller has none. Ids whose window ended (no orphaned key) are dropped on the way.
-while true do
-  local request_id = redis.call('LINDEX', KEYS[1], 0)
-  if not request_id then
-    return {}
-  end
-  local digest = redis.call('GET', ARGV[1] .. request_id)
-  if not digest then
-    redis.call('LPOP', KEYS[1])
-  elseif digest ~= ARGV[2] then
-    return {request_id, 0}
-  else
-    redis.call('LPOP', KEYS[1])
-    redis.call('DEL', ARGV[1] .. request_id)
-    return {request_id}
-  end
-end
-""")
-_CLAIM = Script("""
--- KEYS: replicas set, the gone replica's liveness entry, its waits set, this replica's waits set
--- ARGV: the gone replica's id, this replica's id
--- Moves the gone replica's waited-on ids into this replica's set; returns how many. Nothing while the
--- replica is alive, or once another replica (or this one, sending it again) has claimed them.
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  return 0
-end
-local ids = redis.call('SMEMBERS', KEYS[3])
-for first = 1, #ids, 1000 do
-  redis.call('SADD', KEYS[4], unpack(ids, first, math.min(first + 999, #ids)))
-end
-redis.call('DEL', KEYS[3])
-redis.call('SREM', KEYS[1], ARGV[1])
-if #ids > 0 then
-  redis.call('SADD', KEYS[1], ARGV[2])
-end
-return #ids
-""")
-
-
-# ---------------------------------------------------------------------------------------------------
-# Event ids <-> stream ids
-
-_SEQ_DIGITS = 14
-_SEQ_LIMIT = 2**64
-
-
-def _hashed(caller: str) -> str:
-    """A caller's fingerprint as a key: short, and holding none of what it was made of."""
-    return hashlib.sha256(caller.encode()).hexdigest()[:32]
-
-
-def event_id_of(stream_id: str) -> str:
-    """``<ms>-<seq>`` as an OpenCode event id: ``evt_`` + 12 hex digits of ms + 14 base62 of seq.
-
-    The mapping is one-to-one and keeps the order, so ids sort as the stream does.
-    """
-    millis, _, seq_text = stream_id.partition("-")
-    seq, digits = int(seq_text), ""
-    while seq:  # a few digits at most: the sequence counts entries within one millisecond
-        seq, digit = divmod(seq, 62)
-        digits = ids.BASE62[digit] + digits
-    return f"evt_{int(millis):012x}{digits.rjust(_SEQ_DIGITS, ids.BASE62[0])}"
-
-
-def stream_id_of(event_id: str) -> str | None:
-    """The stream id an event id was derived from; None when it cannot have come from a stream."""
-    if not event_id.startswith("evt_") or not ids.ID_PATTERN.match(event_id):
-        return None
-    seq = 0
-    for char in event_id[16:]:
-        seq = seq * 62 + ids.BASE62.index(char)
-    if seq >= _SEQ_LIMIT:
-        return None
-    return f"{int(event_id[4:16], 16)}-{seq}"
-
-
-StreamOrder = tuple[int, int]
-
-
-def _stream_order(stream_id: str) -> StreamOrder:
-    millis, seq = stream_id.split("-")
-    return int(millis), int(seq)
-
-
-def _encode(event: events.Event) -> str:
-    """What the stream keeps of an event: its id comes from the entry."""
-    return _entry(event.type, event.properties_json(), event.directory)
-
-
-def _entry(event_type: str, properties_json: str, directory: str | None) -> str:
-    return f'{{"type":{events.to_json(event_type)},"properties":{properties_json}{_entry_tail(directory)}'
-
-
-def _entry_tail(directory: str | None) -> str:
-    return ',"directory":' + ("null" if directory is None else events.to_json(directory)) + "}"
-
-
-def _decode(stream_id: str, fields: dict[str, str]) -> events.Event | None:
-    """The event an entry holds; None (and a warning) for an entry that is not one.
-
-    An entry :func:`_encode` made holds the properties' JSON as the event's frames splice it: taken
-    as it is, so that no replica encodes it again."""
-    try:
-        entry = fields["e"]
-        body = json.loads(entry)
-        event_type, properties, directory = body["type"], body["properties"], body.get("directory")
-        head = f'{{"type":{events.to_json(event_type)},"properties":'
-        tail = _entry_tail(directory)
-    except (KeyError, TypeError, ValueError):
-        properties = None
-    if not isinstance(properties, dict):
-        logger.warning("skipping stream entry %s: not an event", stream_id)
-        return None
-    ours = len(body) == 3 and entry.startswith(head) and entry.endswith(tail)
-    return events.Event(
-        event_type,
-        properties,
-        directory=directory,
-        replayable=True,
-        id=event_id_of(stream_id),
-        properties_json=entry[len(head) : -len(tail)] if ours else None,
-    )
-
-
-def _stream_info_or_none(reply: Any) -> dict[str, Any] | None:
-    """XINFO STREAM's reply; None when there is no stream yet."""
-    if isinstance(reply, ResponseError):
-        if "no such key" in str(reply):
-            return None
-        raise reply
-    return reply
-
-
-# ---------------------------------------------------------------------------------------------------
-
-
-class PendingCounts:
-    """How many records are pending, in all and per session, as of the stream entries this replica has
-    read, and of its own changes that Redis has answered but the loop has not read back yet.
-
-    They start from a snapshot taken together with a position in the stream (``since``); from there
-    every entry that adds or finishes a record says both counts as its script made them. Each count
-    keeps the position it is as of, so an older entry never overwrites a newer count: this replica's
-    own changes count as soon as Redis answers them, and the loop reading them back later changes
-    nothing. A session leaves when the loop reads that it has none pending.
-    """
-
-    def __init__(self, since: StreamOrder, pending: int, sessions: dict[str, int]) -> None:
-        self._since = since
-        self._pending = (since, pending)
-        self._sessions = {session_id: (since, count) for session_id, count in sessions.items()}
-
-    def count(self, session_id: str | None = None) -> int:
-        if session_id is None:
-            return self._pending[1]
-        found = self._sessions.get(session_id)
-        return 0 if found is None else found[1]
-
-    def update(self, at: StreamOrder, pending: int, session_id: str, in_session: int, *, read: bool) -> None:
-        """The counts after the entry at ``at``; ``read``: the loop read it, so none older follows."""
-        if at <= self._since:
-            return
-        if at > self._pending[0]:
-            self._pending = (at, pending)
-        known = self._sessions.get(session_id)
-        if known is not None and (at < known[0] or (at == known[0] and not read)):
-            return
-        if read and in_session <= 0:
-            self._sessions.pop(session_id, None)
-        else:
-            self._sessions[session_id] = (at, in_session)
 
 
 class RedisSubscription(LocalSubscription):
@@ -510,8 +142,7 @@ class RedisStore(Store):
         self._counts: PendingCounts | None = None  # None: count in Redis until the loop has them again
         # Pending records never change until they finish: keep the parsed ones (dropped when they
         # finish), so that listing thousands costs one ZRANGE, and reading one no JSON parse.
-        self._known: dict[str, Record] = {}
-        self._finishes = 0  # finish events seen: a listing that raced one is not cached
+        self._cache = PendingCache()
         self._progress = asyncio.Event()  # set when the loop hands out entries, or fails
         self._no_waiters = asyncio.Event()
         self._scripts: ScriptBatches | None = None  # the add and finish scripts of every request
@@ -564,7 +195,7 @@ class RedisStore(Store):
             async with asyncio.timeout(CLOSE_DRAIN_SECONDS):
                 await self._leave()
         if self._scripts is not None:
-            await self._scripts.close()
+            await self._scripts.close(CLOSE_DRAIN_SECONDS)
         if self._stream is not None and self._stream_pool is not None:
             await self._stream.close()
             await self._stream_pool.aclose()
@@ -681,7 +312,7 @@ class RedisStore(Store):
                 self._waits_prefix + replica,
                 self._own_waits_key,
             ]
-            moved = await self._scripts_batched.run(_CLAIM, keys, [replica, self.replica_id])
+            moved = await self._scripts_batched.run(CLAIM_WAITS, keys, [replica, self.replica_id])
             if moved:
                 logger.warning(
                     "replica %s is gone: withdrawing the %d questions its tools waited for", replica, moved
@@ -720,7 +351,7 @@ class RedisStore(Store):
     async def claim_orphan(self, caller: str, digest: str) -> str | None:
         keys = [self._orphans_prefix + _hashed(caller)]
         with self._reachable():
-            claimed = await self._scripts_batched.run(_CLAIM_ORPHAN, keys, [self._orphaned_prefix, digest])
+            claimed = await self._scripts_batched.run(CLAIM_ORPHAN, keys, [self._orphaned_prefix, digest])
         if not claimed:
             return None
         if len(claimed) > 1:
@@ -738,23 +369,23 @@ class RedisStore(Store):
         session_id = record.request.sessionID
         with self._reachable():
             appended = await self._scripts_batched.run(
-                _ADD,
+                ADD,
                 self._keys(record.id),
                 [
                     record.id,
                     record.model_dump_json(),
                     record.created_at,
                     session_id,
-                    _entry(events.ASKED, record.request.wire_json, record.directory),
+                    entry(events.ASKED, record.request.wire_json, record.directory),
                     self._stream_length,
                 ],
             )
-        self._known[record.id] = record
+        self._cache.keep(record)
         if appended is not None:  # None: a retry, after a lost reply, of this add; the loop counts it
             self._count_own(appended, session_id)
 
     async def get(self, request_id: str) -> Record | None:
-        if self._reading and (known := self._known.get(request_id)) is not None:
+        if self._reading and (known := self._cache.get(request_id)) is not None:
             # Pending as far as the events this replica has read say; the finish script checks again
             # in Redis, so a reply racing another replica's still ends it once.
             return known
@@ -765,7 +396,7 @@ class RedisStore(Store):
     async def pending(self) -> list[Record]:
         with self._reachable():
             request_ids = await self._client.zrange(self._pending_key, 0, -1)
-            return await self._pending_records(request_ids)
+            return await self._cache.records(request_ids, self._read_records)
 
     async def count_pending(self, session_id: str | None = None) -> int:
         """Counted as of the stream entries this replica has read and its own changes, without a
@@ -792,19 +423,18 @@ class RedisStore(Store):
         session_id = record.request.sessionID
         with self._reachable():
             appended = await self._scripts_batched.run(
-                _FINISH,
+                FINISH,
                 self._keys(request_id),
                 [
                     request_id,
                     finished.model_dump_json(),
                     self._result_ttl_ms,
                     session_id,
-                    _encode(finished.finished_event(answers)),
+                    encode(finished.finished_event(answers)),
                     self._stream_length,
                 ],
             )
-        self._finishes += 1
-        self._known.pop(request_id, None)  # finished, by this call or another replica's
+        self._cache.finished(request_id)  # by this call or another replica's
         if appended is None:  # not pending any more: another replica finished it
             return None
         if appended != 0:  # 0: a retry, after a lost reply, of this finish; the loop counts it
@@ -868,7 +498,7 @@ class RedisStore(Store):
             found, after = await pipe.execute()
         if not found or len(after) >= self._history_size:
             return None
-        missed = [event for entry_id, fields in after if (event := _decode(entry_id, fields))]
+        missed = [event for entry_id, fields in after if (event := decode(entry_id, fields))]
         return missed, event_id_of(after[-1][0] if after else stream_id)
 
     async def _reannouncement(self) -> tuple[list[events.Event], str | None]:
@@ -878,7 +508,7 @@ class RedisStore(Store):
             pipe.xrevrange(self._events_key, "+", "-", count=1)
             request_ids, last = await pipe.execute()
         # A record that finishes meanwhile may be announced or not; its end comes after ``last``.
-        records = await self._pending_records(request_ids)
+        records = await self._cache.records(request_ids, self._read_records)
         announcements = []
         for start in range(0, len(records), SLICE):  # thousands: not all in one stretch of the loop
             if start:
@@ -904,7 +534,7 @@ class RedisStore(Store):
                 for stream_id, fields in await self._read_stream():
                     self._cursor = stream_id
                     read += 1
-                    if event := _decode(stream_id, fields):
+                    if event := decode(stream_id, fields):
                         self._take_in(stream_id, fields, event)
                         self._dispatch(event)
                 if self._position is not None:
@@ -950,7 +580,7 @@ class RedisStore(Store):
     async def _follow_from_tail(self) -> None:
         # Finishes published while the loop was not following are never read: what was cached
         # meanwhile may be stale, so pending records are read from Redis again.
-        self._known.clear()
+        self._cache.clear()
         info = await self._count_again()
         if info is None:
             self._cursor, self._position = "0-0", 0
@@ -974,7 +604,7 @@ class RedisStore(Store):
             if isinstance(reply, Exception):
                 raise reply
         info = _stream_info_or_none(info)
-        since = _stream_order(info["last-generated-id"]) if info is not None else (0, 0)
+        since = stream_order(info["last-generated-id"]) if info is not None else (0, 0)
         self._counts = PendingCounts(since, int(pending), {s: int(n) for s, n in sessions.items()})
         return info
 
@@ -1010,8 +640,8 @@ class RedisStore(Store):
         last = await self._client.xrevrange(self._events_key, "+", "-", count=1)
         if not last or self._cursor is None:
             return
-        target = _stream_order(last[0][0])
-        while self._reading and _stream_order(self._cursor) < target:
+        target = stream_order(last[0][0])
+        while self._reading and stream_order(self._cursor) < target:
             self._progress.clear()
             await self._progress.wait()
 
@@ -1028,7 +658,7 @@ class RedisStore(Store):
                 # Written by a replica that does not count (an older version): count in Redis again.
                 self._counts = None
             else:
-                counts.update(_stream_order(stream_id), pending, str(session_id), in_session, read=True)
+                counts.update(stream_order(stream_id), pending, str(session_id), in_session, read=True)
         request_id = properties.get("requestID")
         if request_id in self._waiters and request_id not in self._results and "r" in fields:
             with contextlib.suppress(ValueError):  # else the waiters read it from Redis
@@ -1037,14 +667,13 @@ class RedisStore(Store):
     def _dispatch(self, event: events.Event) -> None:
         self._subscribers.publish(event)
         if event.type in (events.REPLIED, events.REJECTED):
-            self._finishes += 1
-            self._known.pop(event.properties["requestID"], None)
+            self._cache.finished(event.properties["requestID"])
             for woken in self._waiters.get(event.properties["requestID"], ()):
                 woken.set()
 
     def _drop_local_listeners(self) -> None:
         """Streams end so that clients reconnect (and replay); waiters look at their records again."""
-        self._known.clear()  # finishes may be missed meanwhile: read records from Redis until then
+        self._cache.clear()  # finishes may be missed meanwhile: read records from Redis until then
         self._counts = None  # and so may changes of the counts
         self._subscribers.end_all()
         self._wake_all_waiters()
@@ -1082,8 +711,8 @@ class RedisStore(Store):
         if counts is None or cursor is None:
             return
         stream_id, pending, in_session = appended
-        at = _stream_order(stream_id)
-        if at > _stream_order(cursor):
+        at = stream_order(stream_id)
+        if at > stream_order(cursor):
             counts.update(at, int(pending), session_id, int(in_session), read=False)
 
     def _hand_to_waiters(self, finished: Record) -> None:
@@ -1092,24 +721,8 @@ class RedisStore(Store):
             for woken in waiters:
                 woken.set()
 
-    async def _pending_records(self, request_ids: list[str]) -> list[Record]:
-        """The records of ids just listed as pending, in that order: parsed ones from memory."""
-        known = self._known
-        if len(known) > len(request_ids):  # forget those finished while the loop was not following
-            listed = set(request_ids)
-            for request_id in [request_id for request_id in known if request_id not in listed]:
-                del known[request_id]
-        found = {request_id: known[request_id] for request_id in request_ids if request_id in known}
-        if missing := [request_id for request_id in request_ids if request_id not in known]:
-            finishes = self._finishes
-            for start in range(0, len(missing), SLICE):  # each slice parsed between two awaits
-                keys = [self._record_key(request_id) for request_id in missing[start : start + SLICE]]
-                for raw in await self._client.mget(keys):
-                    if raw is not None and (record := Record.model_validate_json(raw)).pending:
-                        found[record.id] = record
-            if finishes == self._finishes:  # else one of them may have finished meanwhile: not cached
-                known.update(found)
-        return [found[request_id] for request_id in request_ids if request_id in found]
+    async def _read_records(self, request_ids: list[str]) -> list[str | None]:
+        return await self._client.mget([self._record_key(request_id) for request_id in request_ids])
 
     @contextlib.contextmanager
     def _reachable(self) -> Iterator[None]:
@@ -1121,3 +734,17 @@ class RedisStore(Store):
             if str(error).startswith(("MISCONF", "MASTERDOWN", "TRYAGAIN")):
                 raise StoreUnavailable(f"the question store (Redis) refuses writes: {error}") from error
             raise
+
+
+def _hashed(caller: str) -> str:
+    """A caller's fingerprint as a key: short, and holding none of what it was made of."""
+    return hashlib.sha256(caller.encode()).hexdigest()[:32]
+
+
+def _stream_info_or_none(reply: Any) -> dict[str, Any] | None:
+    """XINFO STREAM's reply; None when there is no stream yet."""
+    if isinstance(reply, ResponseError):
+        if "no such key" in str(reply):
+            return None
+        raise reply
+    return reply
