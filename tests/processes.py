@@ -4,6 +4,7 @@ import ctypes
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -13,6 +14,26 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 LISTENING = re.compile(rb"listening on (http://\S+)")
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen, what: str, timeout: float = 20) -> None:
+    """Until ``process`` accepts connections on ``port``; failing at once if it exits."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            assert process.poll() is None, f"{what} exited"
+            assert time.monotonic() < deadline, f"{what} did not start within {timeout} s"
+            time.sleep(0.05)
 
 
 def die_with_parent() -> None:

@@ -8,7 +8,6 @@ import ctypes
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,17 +17,13 @@ from pathlib import Path
 import pytest
 import redis
 
+from tests.processes import free_port
+
 
 def die_with_parent() -> None:
     """For ``preexec_fn``: the child gets SIGTERM if the test process dies without stopping it (Linux)."""
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def require_redis_server() -> str:

@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -22,6 +21,8 @@ from typing import Any
 
 import httpx
 import pytest
+
+from tests.processes import free_port
 
 OPENCODE_PACKAGE = Path(__file__).resolve().parent / "opencode"
 PLATFORM_BINARY = OPENCODE_PACKAGE / "node_modules" / "opencode-linux-x64" / "bin" / "opencode"
@@ -78,13 +79,6 @@ def tmux_binary() -> str:
         unavailable("tmux is not installed; the TUI test drives the OpenCode TUI in it: apt-get install tmux")
     assert tmux is not None
     return tmux
-
-
-def free_port() -> int:
-    """A port free now. ``opencode serve --port 0`` takes 4096 rather than a free port."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def isolated_environment(root: Path) -> dict[str, str]:

@@ -5,7 +5,6 @@ import asyncio
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,14 +17,9 @@ from elicitation_gateway import __version__
 from elicitation_gateway.__main__ import COMMANDS
 from elicitation_gateway.settings import Settings
 from tests.helpers import ask, form, read_events, text_properties
+from tests.processes import free_port
 
 LISTENING = re.compile(r"listening on (http://\S+)")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @contextmanager

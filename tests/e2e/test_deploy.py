@@ -37,6 +37,7 @@ from elicitation_gateway.server.app import create_app
 from elicitation_gateway.settings import Settings
 from tests.e2e.test_cli import gateway_process
 from tests.helpers import form, read_events, text_properties
+from tests.processes import free_port
 from tests.unit.test_docs import README, environment_names
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -546,12 +547,6 @@ def require_nginx() -> str:
             pytest.fail(message)
         pytest.skip(message)
     return found
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def local_nginx_conf(tmp_path: Path, upstream_port: int, listen_port: int) -> Path:

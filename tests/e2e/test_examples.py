@@ -3,11 +3,8 @@ the client that asks its questions through the gateway (docs/clients.md), and th
 stdio behind ``elicitation-gateway proxy`` (docs/proxy.md)."""
 
 import asyncio
-import contextlib
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,8 +14,8 @@ from mcp import StdioServerParameters
 from mcp.client import Client
 
 from tests.conftest import RunningServer
-from tests.processes import ROOT, die_with_parent
-from tests.proxy.conftest import free_port, question
+from tests.processes import ROOT, die_with_parent, free_port, wait_for_port
+from tests.proxy.conftest import question
 
 EXAMPLES = ROOT / "examples"
 ANSWERS = {"answers": [["SY235C"], ["Noise"], ["900"]]}
@@ -37,13 +34,7 @@ def example_server() -> Iterator[str]:
         preexec_fn=die_with_parent,
     )
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                break
-            assert process.poll() is None, "examples/diagnose_server.py exited"
-            assert time.monotonic() < deadline, "examples/diagnose_server.py did not start"
-            time.sleep(0.05)
+        wait_for_port(port, process, "examples/diagnose_server.py")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.kill()

@@ -4,10 +4,8 @@ HTTP in a process of its own), asking a real gateway on a loopback port."""
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,17 +17,11 @@ from mcp.client import Client
 from mcp.client.stdio import stdio_client
 
 from tests.helpers import until
-from tests.processes import ROOT, die_with_parent
+from tests.processes import ROOT, die_with_parent, free_port, wait_for_port
 
 UPSTREAM = [sys.executable, "-m", "tests.proxy.upstream"]
 DIRECTORY = "mcp:Excavator Service"
 WHO = "Excavator Service (spare parts)"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class HttpUpstream:
@@ -45,16 +37,7 @@ class HttpUpstream:
             stderr=subprocess.DEVNULL,
             preexec_fn=die_with_parent,
         )
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            with (
-                contextlib.suppress(OSError),
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2),
-            ):
-                return
-            assert self.process.poll() is None, "the HTTP upstream exited"
-            time.sleep(0.05)
-        raise RuntimeError("the HTTP upstream did not start")
+        wait_for_port(self.port, self.process, "the HTTP upstream")
 
     def stop(self) -> None:
         self.process.kill()
