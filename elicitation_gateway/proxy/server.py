@@ -53,7 +53,7 @@ class Forwarder:
         self.upstream_name = upstream_name
         self.downstream: ServerSession | None = None
         self.gone: str | None = None
-        self._failure = asyncio.Event()
+        self._failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         # Results go to the client as the upstream sent them; checking them is the client's part.
         self.upstream.session.validate_tool_result = _unchecked  # type: ignore[method-assign]
 
@@ -66,14 +66,11 @@ class Forwarder:
         # does not even finish being cancelled (it waits to tell the upstream), so the proxy stops
         # waiting for it instead.
         forwarded = asyncio.ensure_future(request)
-        failure = asyncio.ensure_future(self._failure.wait())
         try:
-            await asyncio.wait({forwarded, failure}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({forwarded, self._failed}, return_when=asyncio.FIRST_COMPLETED)
         except BaseException:
             forwarded.cancel()
             raise
-        finally:
-            failure.cancel()
         if not forwarded.done():
             forwarded.cancel()
             raise UpstreamGone(types.INTERNAL_ERROR, self.gone or "the upstream MCP server failed")
@@ -97,7 +94,8 @@ class Forwarder:
         if self.gone is None:
             self.gone = f"the upstream MCP server {self.upstream_name} is gone: {why}"
             self.faults.fault(f"{self.gone}; every request now gets an error")
-        self._failure.set()
+        if not self._failed.done():
+            self._failed.set_result(None)
 
     # -- tools ---------------------------------------------------------------------------------
 
