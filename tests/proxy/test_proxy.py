@@ -114,6 +114,20 @@ async def test_in_the_newer_era_only_resolver_questions_reach_the_proxy(server: 
     assert "protocol 2026-07-28" in proxy.stderr()
 
 
+async def test_directory_and_session_flags_place_the_question(server: RunningServer, proxy: Proxy):
+    session = "ses_proxyflags"
+    async with (
+        proxy.client(server.url, "--directory", "/srv/plant-7", "--session-id", session) as client,
+        httpx.AsyncClient(base_url=server.url) as gateway,
+        anyio.create_task_group() as tasks,
+    ):
+        tasks.start_soon(client.call_tool, "order_part", {})
+        asked = await question(gateway, directory="/srv/plant-7")
+        assert asked["sessionID"] == session
+        assert (await gateway.get("/question", params={"directory": DIRECTORY})).json() == []
+        await gateway.post(f"/question/{asked['id']}/reject")
+
+
 async def test_a_list_changed_notification_passes_through(server: RunningServer, proxy: Proxy):
     heard: list[Any] = []
 
@@ -147,6 +161,8 @@ async def test_push_and_resolver_questions_are_asked_once_each_and_answered_with
             tasks.start_soon(call, "order_part", {})
             asked = await question(gateway)
             assert asked["questions"][0]["question"].startswith(f"{WHO} · order_part: {ORDER_MESSAGE}")
+            # In the upstream's directory: another directory's answerers do not see it.
+            assert (await gateway.get("/question", params={"directory": "/srv/other"})).json() == []
             await gateway.post(f"/question/{asked['id']}/reply", json={"answers": [["hose"], ["2"], ["Yes"]]})
             await until(lambda: "order_part" in results, timeout=20, what="the tool's result")
 
