@@ -79,7 +79,11 @@ def main(argv: list[str]) -> int:
         if unusable:
             return 2
 
-    from elicitation_gateway.server.runner import serve  # imported here: keeps --help fast
+    from elicitation_gateway.server.runner import AddressUnusable, serve  # here: keeps --help fast
 
-    serve(settings)
+    try:
+        serve(settings)
+    except AddressUnusable as error:
+        print(f"{PROG}: {error}", file=sys.stderr)
+        return 1
     return 0

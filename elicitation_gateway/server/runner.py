@@ -1,6 +1,7 @@
 """Running the service under uvicorn, with a shutdown that finishes every question first."""
 
 import asyncio
+import errno
 import gc
 import logging
 import signal
@@ -89,7 +90,45 @@ def uvicorn_config(app: ASGIApp, settings: Settings, **options: Any) -> uvicorn.
     return config
 
 
+class AddressUnusable(Exception):
+    """The address to listen on cannot be had; the message says why and what to do."""
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything starts: a port that is taken is said at once, in
+    words a newcomer can act on, instead of after the app has announced that it started."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as error:
+        raise AddressUnusable(f"cannot listen on {host!r}: {error.strerror} (--host, GATEWAY_HOST)") from None
+    family, _, _, _, address = infos[0]
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        listener.bind(address)
+    except OSError as error:
+        listener.close()
+        shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        if error.errno == errno.EADDRINUSE:
+            raise AddressUnusable(
+                f"port {port} is already in use on {host}: stop what listens there, or choose another "
+                f'port with --port N (make run ARGS="--port N") or GATEWAY_PORT=N'
+            ) from None
+        if error.errno == errno.EACCES:
+            raise AddressUnusable(
+                f"not allowed to listen on {shown}: ports below 1024 need privileges; choose another "
+                f'with --port N (make run ARGS="--port N") or GATEWAY_PORT=N'
+            ) from None
+        raise AddressUnusable(f"cannot listen on {shown}: {error.strerror} (--host, GATEWAY_HOST)") from None
+    listener.set_inheritable(True)
+    return listener
+
+
 def serve(settings: Settings) -> None:
+    """Serve until stopped; raises :class:`AddressUnusable` before start-up when the address is."""
+    listener = listening_socket(settings.host, settings.port)
     log_config = configure_logging(settings)
     warn_if_exposed(settings)
     logger.info(setup_line(settings))
@@ -113,4 +152,4 @@ def serve(settings: Settings) -> None:
     # SIGTERM's, then ends the process with that signal's status; Python's own handler would end it in
     # a KeyboardInterrupt traceback instead, a stray text block in JSON logs.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    server.run()
+    server.run(sockets=[listener])

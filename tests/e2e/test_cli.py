@@ -5,6 +5,7 @@ import asyncio
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -149,6 +150,27 @@ def test_a_bad_setting_stops_with_a_clear_message():
     )
     assert done.returncode == 2
     assert "GATEWAY_TIMEOUT" in done.stderr
+
+
+def test_a_port_in_use_stops_the_start_saying_so_and_how_to_choose_another():
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = run_command("--port", str(port))
+    assert done.returncode == 1
+    assert f"port {port} is already in use on 127.0.0.1" in done.stderr
+    assert "--port N" in done.stderr
+    assert "GATEWAY_PORT" in done.stderr
+    shown = done.stdout + done.stderr
+    assert "listening on" not in shown
+    assert "startup complete" not in shown  # said before anything starts
+    assert "Traceback" not in shown
+
+
+def test_a_host_that_does_not_resolve_stops_the_start_naming_it():
+    done = run_command("--host", "no-such-host.invalid", "--port", "0")
+    assert done.returncode == 1
+    assert "cannot listen on 'no-such-host.invalid'" in done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
 
 
 def test_a_notify_url_apprise_cannot_parse_stops_the_start_naming_its_position():
