@@ -139,3 +139,25 @@ async def _late(server: Any, request_id: str) -> None:
 
 async def _is(client: httpx.AsyncClient, request_id: str, expected: str) -> bool:
     return await status(client, request_id) == expected
+
+
+async def test_a_redis_unreachable_at_start_up_is_one_line_saying_the_gateway_waits_for_it(tmp_path):
+    from tests.e2e.test_cli import gateway_process
+    from tests.redis_server import RedisServer
+
+    redis = RedisServer(tmp_path / "redis")  # its port chosen, nothing listening there yet
+    try:
+        with gateway_process("--port", "0", env={"GATEWAY_STORE": redis.url}) as (process, url):
+            shown = process.startup_output
+            said = [line for line in shown.splitlines() if "Redis" in line]
+            assert len(said) == 1, shown
+            assert "WARNING" in said[0]
+            assert "unreachable at start-up" in said[0]
+            assert "/readyz says not ready" in said[0]
+            assert "ERROR" not in shown
+            async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+                assert (await client.get("/readyz")).status_code == 503
+                await asyncio.to_thread(redis.start)
+                await until(lambda: ready(client), timeout=20, what="the gateway is ready once Redis is")
+    finally:
+        await asyncio.to_thread(redis.stop)

@@ -168,9 +168,18 @@ class RedisStore(Store):
         )
         self._stream = HeldConnection(self._stream_pool)
         self._scripts = ScriptBatches(self._redis)
-        with contextlib.suppress(*UNREACHABLE):
+        failures = 0
+        try:
             await self._follow_from_tail()
-        self._reader_task = asyncio.get_running_loop().create_task(self._read_events())
+        except UNREACHABLE as error:
+            # One line that says what a newcomer sees next: the gateway runs, but is not ready.
+            logger.warning(
+                "Redis is unreachable at start-up (%s); waiting for it: asks get 503 and /readyz says "
+                "not ready until it answers",
+                error,
+            )
+            failures = 1
+        self._reader_task = asyncio.get_running_loop().create_task(self._read_events(failures))
         self._liveness_task = asyncio.get_running_loop().create_task(self._keep_alive())
 
     async def close(self) -> None:
@@ -516,9 +525,9 @@ class RedisStore(Store):
             announcements += [r.asked_event(replayable=False) for r in records[start : start + SLICE]]
         return announcements, (event_id_of(last[0][0]) if last else None)
 
-    async def _read_events(self) -> None:
-        """Follow the stream and fan each entry out to this replica's subscribers and waiters."""
-        failures = 0
+    async def _read_events(self, failures: int = 0) -> None:
+        """Follow the stream and fan each entry out to this replica's subscribers and waiters;
+        ``failures`` counts the failed reads before (start-up's), which were already said."""
         while True:
             try:
                 if self._cursor is None or not self._reading:
