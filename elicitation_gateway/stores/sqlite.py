@@ -101,8 +101,9 @@ def parse_url(url: str) -> tuple[Path, str]:
 
 
 def check_url(url: str) -> None:
-    """What can be known before start: a well-formed URL, and a file (or a folder to make it in) this
-    process may write. Raises ValueError saying what is wrong."""
+    """What can be known before start: a well-formed URL, and a file (or an existing folder to make
+    it in) this process may write. Raises ValueError saying what is wrong. A missing folder is refused,
+    not made: it is more often a typo than a wish, and as root it would be made anywhere."""
     path, _ = parse_url(url)
     if path.exists():
         if not path.is_file():
@@ -111,8 +112,8 @@ def check_url(url: str) -> None:
             raise ValueError(f"{path} is not readable and writable by this process")
         return
     folder = path.parent.absolute()
-    while not folder.exists():  # the store makes missing folders: the first existing one must allow it
-        folder = folder.parent
+    if not folder.exists():
+        raise ValueError(f"the folder {folder} does not exist: create it first (only the file is made)")
     if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
         raise ValueError(f"cannot create {path}: {folder} is not a writable folder")
 
@@ -159,9 +160,8 @@ class SqliteStore(Store):
     # Life cycle
 
     async def start(self) -> None:
-        """Open the file (creating it and its folder) and load what the last process left."""
+        """Open the file (creating it, never its folder) and load what the last process left."""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._lock = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as error:
             raise SqliteStoreError(f"cannot open the question store {self.path}: {error}") from None

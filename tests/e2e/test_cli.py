@@ -166,6 +166,15 @@ def test_a_port_in_use_stops_the_start_saying_so_and_how_to_choose_another():
     assert "Traceback" not in shown
 
 
+def test_a_sqlite_file_in_a_folder_that_does_not_exist_stops_the_start_naming_the_folder(tmp_path):
+    missing = tmp_path / "no" / "such"
+    done = run_command("--port", "0", env={"GATEWAY_STORE": f"sqlite:///{missing}/gateway.db"})
+    assert done.returncode == 2
+    assert "GATEWAY_STORE" in done.stderr
+    assert f"the folder {missing} does not exist: create it first" in done.stderr
+    assert not (tmp_path / "no").exists()
+
+
 def test_a_host_that_does_not_resolve_stops_the_start_naming_it():
     done = run_command("--host", "no-such-host.invalid", "--port", "0")
     assert done.returncode == 1

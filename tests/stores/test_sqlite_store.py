@@ -216,19 +216,30 @@ def test_a_folder_that_cannot_be_written_is_refused_at_settings(tmp_path):
     try:
         if not os.access(locked, os.W_OK):  # root may write anywhere
             with pytest.raises(ValueError, match="not a writable folder"):
-                check_url(f"sqlite:///{locked}/sub/gateway.db")
+                check_url(f"sqlite:///{locked}/gateway.db")
         with pytest.raises(ValueError, match="is not a file"):
             check_url(f"sqlite:///{tmp_path}")
     finally:
         locked.chmod(0o700)
 
 
-async def test_make_store_makes_missing_folders(tmp_path):
-    store = make_store(Settings(store=f"sqlite:///{tmp_path}/a/b/gateway.db"))
+async def test_make_store_makes_the_file_in_an_existing_folder(tmp_path):
+    store = make_store(Settings(store=f"sqlite:///{tmp_path}/gateway.db"))
     assert isinstance(store, SqliteStore)
     await store.start()
-    assert (tmp_path / "a" / "b" / "gateway.db").is_file()
+    assert (tmp_path / "gateway.db").is_file()
     await store.close()
+
+
+async def test_a_missing_folder_is_refused_naming_it_and_nothing_is_made(tmp_path):
+    """A folder that does not exist is more often a typo than a wish: refused at settings, and a store
+    made anyway (as tests and embedders may) makes no folder either."""
+    with pytest.raises(ValueError, match=f"the folder {tmp_path}/a/b does not exist: create it first"):
+        Settings(store=f"sqlite:///{tmp_path}/a/b/gateway.db")
+    store = SqliteStore(tmp_path / "a" / "b" / "gateway.db")
+    with pytest.raises(SqliteStoreError, match="cannot open the question store"):
+        await store.start()
+    assert not (tmp_path / "a").exists()
 
 
 def test_ids_sort_after_one_from_a_later_clock():
