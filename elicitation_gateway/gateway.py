@@ -46,7 +46,13 @@ EXPIRY = "timed out"
 
 
 class NotFound(LookupError):
-    """No pending (or, where it matters, no finished) record with this id."""
+    """No pending (or, where it matters, no finished) record with this id; ``status``, how it
+    finished, when it is known to have been asked and has finished."""
+
+    def __init__(self, request_id: str, status: Status | None = None) -> None:
+        super().__init__(request_id)
+        self.request_id = request_id
+        self.status = status
 
 
 class AlreadyFinished(Exception):
@@ -594,16 +600,21 @@ class Gateway:
         """``GET /question``'s body, whole."""
         return to_utf8("[" + ",".join(await self.pending_listing(directory)) + "]")
 
+    async def _gone(self, request_id: str) -> NotFound:
+        """What to say of a record someone else finished first: how it finished, if still known."""
+        record = await self.store.get(request_id)
+        return NotFound(request_id, None if record is None or record.pending else record.status)
+
     async def pending_record(self, request_id: str) -> Record:
         """The pending record; one past its expiry is expired now (its timer may be late, or the store
         was unreachable when it was due) and not found: its tool has stopped waiting."""
         await self._owed_first()
         record = await self.store.get(request_id)
         if record is None or not record.pending:
-            raise NotFound(request_id)
+            raise NotFound(request_id, None if record is None else record.status)
         if record.expires_at <= time.time():
             await self._expire_now(request_id)
-            raise NotFound(request_id)
+            raise NotFound(request_id, "expired")
         return record
 
     async def reply(self, request_id: str, answers: list[list[str]]) -> Record:
@@ -613,7 +624,7 @@ class Gateway:
         result = {"action": ACCEPT, "content": content}
         finished = await self._finish(request_id, "answered", result, answers=answers, reason="answered")
         if finished is None:  # another answerer got there first
-            raise NotFound(request_id)
+            raise await self._gone(request_id)
         return finished
 
     async def reject(self, request_id: str, action: str = CANCEL) -> Record:
@@ -621,7 +632,7 @@ class Gateway:
         status: Status = "declined" if action == DECLINE else "cancelled"
         finished = await self._finish(request_id, status, {"action": action}, reason="rejected")
         if finished is None:
-            raise NotFound(request_id)
+            raise await self._gone(request_id)
         return finished
 
     # ---------------------------------------------------------------------------------------------

@@ -61,9 +61,22 @@ def bad_request(
     return json_response(BadRequest(data=data), status)
 
 
-def question_not_found(request_id: str) -> JsonResponse:
-    body = QuestionNotFoundError(requestID=request_id, message=f"Question request not found: {request_id}")
-    return json_response(body, 404)
+FINISHED_AS: dict[Status, str] = {
+    "answered": "it was already answered",
+    "declined": "it was declined",
+    "cancelled": "it was dismissed, or its tool stopped waiting",
+    "expired": "it expired",
+}
+"""What a 404 says happened to a question that was asked and has finished."""
+
+
+def question_not_found(request_id: str, status: Status | None = None) -> JsonResponse:
+    """OpenCode's 404 (its status and ``_tag`` are what clients act on), with a message that says
+    what became of a question that is no longer pending."""
+    message = f"Question request not found: {request_id}"
+    if status in FINISHED_AS:
+        message += f" ({FINISHED_AS[status]})"
+    return json_response(QuestionNotFoundError(requestID=request_id, message=message), 404)
 
 
 def jsonrpc_error(request_id: Any, code: int, message: str) -> JsonResponse:

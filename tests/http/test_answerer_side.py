@@ -69,12 +69,13 @@ def assert_bad_request(response: httpx.Response, kind: str) -> dict[str, Any]:
     return body["data"]
 
 
-def assert_not_found(response: httpx.Response, request_id: str) -> None:
+def assert_not_found(response: httpx.Response, request_id: str, became: str = "") -> None:
+    """OpenCode's 404; ``became``, what the message says happened to a finished question."""
     assert response.status_code == 404, response.text
     assert response.json() == {
         "_tag": "QuestionNotFoundError",
         "requestID": request_id,
-        "message": f"Question request not found: {request_id}",
+        "message": f"Question request not found: {request_id}" + (f" ({became})" if became else ""),
     }
 
 
@@ -280,8 +281,25 @@ async def test_a_finished_question_is_not_found(client, first, second):
     assert done.json() is True
     result = (await tool).json()
     again = await client.post(f"/question/{request_id}/{second}", json={"answers": [["y"]]})
-    assert_not_found(again, request_id)
+    dismissed = "it was dismissed, or its tool stopped waiting"
+    became = "it was already answered" if first == "reply" else dismissed
+    assert_not_found(again, request_id, became)
     assert (await client.get(f"/elicitations/{request_id}")).json()["result"] == result
+
+
+async def test_a_declined_or_expired_question_says_so_when_answered(client):
+    tool = ask(client, form(text_properties(1)))
+    (request,) = await pending(client)
+    await client.post(f"/question/{request['id']}/reject", json={"action": "decline"})
+    await tool
+    late = await client.post(f"/question/{request['id']}/reply", json={"answers": [["x"]]})
+    assert_not_found(late, request["id"], "it was declined")
+
+    tool = ask(client, form(text_properties(1)), timeout="1")
+    (request,) = await pending(client)
+    assert (await tool).json() == {"action": "cancel"}
+    late = await client.post(f"/question/{request['id']}/reply", json={"answers": [["x"]]})
+    assert_not_found(late, request["id"], "it expired")
 
 
 @pytest.mark.parametrize(
@@ -424,7 +442,7 @@ async def test_two_answerers_replying_at_once_one_wins(server):
                 winner = next(r for r in responses if r.status_code == 200)
                 loser = next(r for r in responses if r.status_code == 404)
                 assert winner.json() is True
-                assert_not_found(loser, request_id)
+                assert_not_found(loser, request_id, "it was already answered")
                 assert await _finishing_events(events, request_id) == ["question.replied"]
                 content = (await tool).json()["content"]
                 assert content["k0"] == ("one" if responses[0] is winner else "two")
@@ -448,11 +466,11 @@ async def test_reply_racing_reject_one_wins(server):
                 result = (await tool).json()
                 finished = await _finishing_events(events, request_id)
                 if replied.status_code == 200:
-                    assert_not_found(rejected, request_id)
+                    assert_not_found(rejected, request_id, "it was already answered")
                     assert result == {"action": "accept", "content": {"k0": "one"}}
                     assert finished == ["question.replied"]
                 else:
-                    assert_not_found(replied, request_id)
+                    assert_not_found(replied, request_id, "it was dismissed, or its tool stopped waiting")
                     assert result == {"action": "cancel"}
                     assert finished == ["question.rejected"]
 

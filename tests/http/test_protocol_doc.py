@@ -523,3 +523,24 @@ async def test_every_error_body_the_page_shows(make_server, key):
         where = f"{response.request.method} {response.request.url.path}"
         assert response.status_code == key[0], f"{where}: {response.status_code} {response.text}"
         assert_same_shape(response.json(), documented, where)
+
+
+async def test_the_errors_section_tells_each_shape_apart_as_printed(client: httpx.AsyncClient):
+    """The ``reason`` function of the page's Errors section, run as printed on one body of each shape."""
+    section = TEXT[TEXT.index("\n## Errors\n") :]
+    (snippet,) = re.findall(r"^```python\n(.*?)^```", section.split("\n## ", 2)[1], re.MULTILINE | re.DOTALL)
+    namespace: dict[str, Any] = {}
+    exec(snippet, namespace)  # the page's own example
+    reason = namespace["reason"]
+
+    schema_error = await client.post("/elicit", json={"message": "m", "requestedSchema": {"type": "object"}})
+    assert schema_error.status_code == 400
+    assert reason(schema_error.json()).startswith("invalid_schema: ")
+    request_id = await pending_id(client)
+    misfit = await client.post(f"/question/{request_id}/reply", json={"answers": [["perhaps"]]})
+    assert misfit.status_code == 400
+    assert reason(misfit.json()) == misfit.json()["data"]["message"]
+    await client.post(f"/question/{request_id}/reject", json={"action": "decline"})
+    late = await client.post(f"/question/{request_id}/reply", json={"answers": [["yes"]]})
+    assert late.status_code == 404
+    assert reason(late.json()) == f"Question request not found: {request_id} (it was declined)"

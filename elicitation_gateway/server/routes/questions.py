@@ -64,7 +64,7 @@ async def reply(request: Request) -> Response:
         _log_refusal(request, error.message)
         return error.response()
     except NotFound as missing:
-        return question_not_found(str(missing))
+        return question_not_found(missing.request_id, missing.status)
     except AnswerError as error:
         _log_refusal(request, error.message)
         return bad_request(error.message, "Payload", error.issues)
@@ -86,7 +86,7 @@ async def reject(request: Request) -> Response:
     except PayloadError as error:
         return error.response()
     except NotFound as missing:
-        return question_not_found(str(missing))
+        return question_not_found(missing.request_id, missing.status)
     return JsonResponse(True)
 
 
@@ -98,7 +98,7 @@ async def question_form(request: Request) -> Response:
     except PayloadError as error:
         return error.response()
     except NotFound as missing:
-        return question_not_found(str(missing))
+        return question_not_found(missing.request_id, missing.status)
     return json_response(describe_form(record))
 
 
