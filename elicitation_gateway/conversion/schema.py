@@ -319,6 +319,14 @@ def _parse_property(key: str, prop: Any, *, required: bool, where: str) -> Field
             kind="string", min_length=min_length, max_length=max_length, format=fmt, pattern=pattern, **base
         )
         _check_format_length(field, where)
+    elif prop.get("type") in ("object", "array"):
+        # MCP's requested schemas are flat: a nested object (or a list of anything but choices) has no
+        # question that could give the tool the value it names, so it is refused, not asked as text.
+        kind = "a nested object" if prop["type"] == "object" else "a list of anything but enum choices"
+        raise SchemaError(
+            f"{where} is {kind}: elicitation schemas are flat (strings, numbers, integers, booleans, "
+            "single or multiple choices)"
+        )
     else:
         field = Field(kind="text", **base)
 

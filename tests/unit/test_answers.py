@@ -12,7 +12,7 @@ from elicitation_gateway.conversion.answers import (
     answers_to_content,
 )
 from elicitation_gateway.conversion.fields import Field, Option, ValueProblem, check_value
-from elicitation_gateway.conversion.schema import Form, build_form
+from elicitation_gateway.conversion.schema import Form, SchemaError, build_form
 
 
 def obj(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
@@ -78,8 +78,24 @@ def test_string_answer_is_the_text() -> None:
 
 
 def test_free_text_of_unknown_kind_is_the_text() -> None:
-    assert single({"type": "object"}, ["anything"]) == {"k": "anything"}
     assert single({}, ["42"]) == {"k": "42"}
+    assert single({"type": "null"}, ["anything"]) == {"k": "anything"}
+
+
+@pytest.mark.parametrize(
+    ("prop", "said"),
+    [
+        ({"type": "object", "properties": {"a": {"type": "string"}}}, "is a nested object"),
+        ({"type": "object"}, "is a nested object"),
+        ({"type": "array", "items": {"type": "integer"}}, "is a list of anything but enum choices"),
+        ({"type": "array", "items": {"type": "string"}}, "is a list of anything but enum choices"),
+        ({"type": "array"}, "is a list of anything but enum choices"),
+    ],
+)
+def test_a_property_no_question_can_give_the_value_of_is_refused_naming_it(prop, said) -> None:
+    """MCP's schemas are flat: a field whose value no answer could be is refused, never asked as text."""
+    with pytest.raises(SchemaError, match=f"properties.k {said}: elicitation schemas are flat"):
+        build_form({"type": "object", "properties": {"k": prop}}, "Nested?")
 
 
 def test_enum_answer_is_the_enum_value_for_its_label() -> None:
