@@ -75,7 +75,9 @@ async def result_of(asking: asyncio.subprocess.Process) -> object:
 async def test_the_walkthrough_answers_as_written(make_server: Callable[..., RunningServer]):
     server = make_server()
     asking = await start_asking(server)
-    assert await run(server, block("/reply")) == "true"
+    printed = re.search(r"# prints: (\S+)", block("/reply"))
+    assert printed, "the README shows what terminal 3 prints"
+    assert await run(server, block("/reply")) == printed.group(1)
     (shown,) = re.findall(r"^```json\n(.*?)\n```", WALKTHROUGH, re.MULTILINE | re.DOTALL)
     assert await result_of(asking) == json.loads(shown)
 
