@@ -5,15 +5,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import NoReturn
+from typing import NoReturn, cast
 
+import anyio
 from mcp.server.stdio import stdio_server
 
 from elicitation_gateway.client import DEFAULT_URL, GatewayClient
 from elicitation_gateway.proxy.asking import Asker, Calls, FaultReport
 from elicitation_gateway.proxy.rounds import Exchanges
 from elicitation_gateway.proxy.server import Forwarder, build_server
-from elicitation_gateway.proxy.upstream import Upstream, UpstreamFailed, held
+from elicitation_gateway.proxy.stdin import ClientInput
+from elicitation_gateway.proxy.upstream import (
+    DEFAULT_CONNECT_TIMEOUT,
+    ClientLeft,
+    Upstream,
+    UpstreamFailed,
+    held,
+)
 
 PROG = "elicitation-gateway proxy"
 USAGE = f"""\
@@ -71,6 +79,14 @@ def build_parser() -> argparse.ArgumentParser:
         "through; modern (2026-07-28), resolver questions only; auto (the default): legacy, else modern",
     )
     parser.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=DEFAULT_CONNECT_TIMEOUT,
+        metavar="SECONDS",
+        help="how long the upstream has to start and answer the MCP handshake; then the proxy exits "
+        f"with status 1 (default: {DEFAULT_CONNECT_TIMEOUT:g})",
+    )
+    parser.add_argument(
         "--directory",
         help="the directory the questions belong to on the gateway, for answerers to filter by "
         "(default: mcp:NAME, NAME the upstream's name)",
@@ -104,6 +120,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Upstream]:
         parser.error("--header is for an --upstream URL")
     if args.timeout is not None and not args.timeout > 0:
         parser.error("--timeout must be a positive number of seconds")
+    if not args.connect_timeout > 0:
+        parser.error("--connect-timeout must be a positive number of seconds")
     headers: dict[str, str] = {}
     for header in args.header:
         name, colon, value = header.partition(":")
@@ -126,6 +144,10 @@ def main(argv: list[str]) -> int:
 
 
 async def serve(args: argparse.Namespace, upstream: Upstream) -> int:
+    """Connects to the upstream, then serves the client until it closes stdin (status 0); status 1 when
+    the upstream cannot be connected. Stdin is read from the start: a client that leaves while the
+    upstream is still connecting stops it there."""
+    client_input = ClientInput()
     faults = FaultReport()
     calls = Calls()
     async with GatewayClient(
@@ -154,7 +176,13 @@ async def serve(args: argparse.Namespace, upstream: Upstream) -> int:
 
         try:
             async with held(
-                upstream, args.upstream_era, failed, elicitation_callback=asker, message_handler=relay
+                upstream,
+                args.upstream_era,
+                failed,
+                connect_timeout=args.connect_timeout,
+                client_gone=client_input.ended,
+                elicitation_callback=asker,
+                message_handler=relay,
             ) as client:
                 info = client.server_info
                 name = info.name if info is not None else upstream.describe()
@@ -170,11 +198,15 @@ async def serve(args: argparse.Namespace, upstream: Upstream) -> int:
                 forwarder = Forwarder(client, calls, name, faults, exchanges)
                 server, notifications = build_server(forwarder)
                 try:
-                    async with stdio_server() as (read, write):
+                    # stdio_server takes the lines as they are; only stdout is its own.
+                    stdin = cast("anyio.AsyncFile[str]", client_input)
+                    async with stdio_server(stdin=stdin) as (read, write):
                         await server.run(read, write, server.create_initialization_options(notifications))
                 finally:
                     if exchanges is not None:
                         await exchanges.aclose()
+        except ClientLeft:
+            return 0
         except UpstreamFailed as error:
             print(f"{PROG}: {error}", file=sys.stderr, flush=True)
             return 1

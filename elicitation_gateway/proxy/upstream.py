@@ -3,7 +3,8 @@
 A push-style ``ctx.elicit`` reaches a client only on a 2025-11-25 connection: the 2026-07-28 era has
 no server-initiated requests over stdio, and a resolver's ``InputRequiredResult`` becomes a plain
 ``elicitation/create`` on the older era. So the proxy speaks 2025-11-25 to the upstream unless told
-otherwise, and falls back to negotiating (``auto``) only when the upstream refuses the handshake.
+otherwise, and falls back to negotiating (``auto``) only when the upstream refuses the handshake's
+protocol version: an upstream that crashes or never answers is started once, and said once.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import httpx2
 from mcp import StdioServerParameters
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_types import Implementation
+from mcp.shared.exceptions import MCPError
+from mcp_types import METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION, Implementation
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from elicitation_gateway import __version__
@@ -92,6 +94,27 @@ class UpstreamFailed(Exception):
     """The upstream could not be started or reached, or refused the handshake."""
 
 
+class ClientLeft(Exception):
+    """The proxy's own client went away (closed its stdin) before the upstream was connected."""
+
+
+DEFAULT_CONNECT_TIMEOUT = 30.0
+"""Seconds the upstream has to start and complete the MCP handshake."""
+
+
+def version_refused(error: BaseException) -> bool:
+    """Whether a failed handshake is the upstream refusing the protocol version (so the other era may
+    work), rather than a failure (it crashed, is unreachable, or broke the protocol): the JSON-RPC
+    unsupported-version error, ``initialize`` unknown to a server of the newer era only, or an
+    ``initialize`` answered with a version the client does not speak."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    if isinstance(error, MCPError):
+        return error.code in (UNSUPPORTED_PROTOCOL_VERSION, METHOD_NOT_FOUND)
+    # The SDK's own words for an initialize result in a version it does not speak.
+    return isinstance(error, RuntimeError) and str(error).startswith("Unsupported protocol version")
+
+
 @contextlib.asynccontextmanager
 async def connect(
     upstream: Upstream, era: Era, on_failure: Callable[[Exception], None] | None = None, **options: Any
@@ -110,9 +133,11 @@ async def connect(
         )
         try:
             await client.__aenter__()
-        except Exception as error:  # refused (a server of the newer era only?), or never started
+        except Exception as error:
             failure = failure or error
-            continue
+            if version_refused(error):  # a server of the newer era only? Negotiate.
+                continue
+            break  # crashed, unreachable, or broken: starting it again would only say so twice
         if era == "modern" and client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             await client.__aexit__(None, None, None)
             raise UpstreamFailed(
@@ -130,11 +155,21 @@ async def connect(
 
 @contextlib.asynccontextmanager
 async def held(
-    upstream: Upstream, era: Era, on_failure: Callable[[str], None], **options: Any
+    upstream: Upstream,
+    era: Era,
+    on_failure: Callable[[str], None],
+    *,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    client_gone: asyncio.Event | None = None,
+    **options: Any,
 ) -> AsyncIterator[Client]:
     """:func:`connect`, held open by a task of its own. The SDK's client ends a broken connection by
     cancelling the task that opened it: that must not be the task that serves the proxy's client.
-    ``on_failure`` hears why, when the connection breaks while in use."""
+    ``on_failure`` hears why, when the connection breaks while in use.
+
+    Connecting ends with :class:`UpstreamFailed` after ``connect_timeout`` seconds (an upstream that
+    never answers ``initialize``), and with :class:`ClientLeft` as soon as ``client_gone`` is set;
+    either way the upstream is stopped first (a stdio child terminated, an HTTP connection closed)."""
     ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
     release = asyncio.Event()
 
@@ -157,17 +192,41 @@ async def held(
                 raise
 
     holder = asyncio.get_running_loop().create_task(hold())
+    waits: set[asyncio.Future[Any]] = {ready}
+    if client_gone is not None:
+        waits.add(asyncio.ensure_future(client_gone.wait()))
     try:
-        client = await asyncio.shield(ready)
+        await asyncio.wait(waits, timeout=connect_timeout, return_when=asyncio.FIRST_COMPLETED)
     except BaseException:
-        holder.cancel()
+        await _stopped(holder)
         raise
+    finally:
+        for waiting in waits - {ready}:
+            waiting.cancel()
+    if not ready.done():
+        await _stopped(holder)
+        if ready.done() and not ready.cancelled():
+            ready.exception()  # the cancelled attempt's own failure: not the one to report
+        if client_gone is not None and client_gone.is_set():
+            raise ClientLeft("the client closed the proxy's stdin while the upstream was connecting")
+        raise UpstreamFailed(
+            f"the upstream MCP server ({upstream.describe()}) did not answer the MCP handshake "
+            f"(initialize) within {connect_timeout:g} s (--connect-timeout)"
+        )
+    client = ready.result()
     try:
         yield client
     finally:
         release.set()
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(holder, 10)
+
+
+async def _stopped(holder: asyncio.Task[None]) -> None:
+    """Cancels the connecting task and waits (boundedly) until its transport has stopped the upstream."""
+    holder.cancel()
+    with contextlib.suppress(BaseException):
+        await asyncio.wait_for(holder, 10)
 
 
 def _reason(error: BaseException) -> str:

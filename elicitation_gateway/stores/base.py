@@ -59,8 +59,8 @@ class Store(ABC):
 
     async def problem(self) -> str | None:
         """Why the store cannot serve requests now (unreachable, its file gone, its disk full), said
-        for an operator; None when it can. A store that failed to write tries a small write here, so
-        that it recovers without waiting for traffic."""
+        for an operator; None when it can. A store that failed to write tries a write here (as large
+        as the refused one), so that it recovers without waiting for traffic."""
         return None
 
     def tool_waits(self, request_id: str) -> None:  # noqa: B027  (optional hook)

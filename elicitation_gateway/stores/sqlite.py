@@ -24,8 +24,12 @@ loop.
 Faults: a write that SQLite refuses (a full disk, an I/O error), or any write once the file at the
 path is no longer the one this store opened (deleted, moved away or replaced: checked with a
 ``stat`` before each one), raises :class:`.StoreUnavailable` and changes nothing, in the file or in
-memory; the first logs one ERROR, the first write that works again one INFO. :meth:`SqliteStore.problem`
-says why (``/readyz``) and retries a small write, so a freed disk is noticed without traffic. A file
+memory; the first logs one ERROR, and one INFO once a change as large as the largest refused one is
+written again. A smaller one may work meanwhile (a file size limit, an almost full disk refuse only
+the large): the fault stands until then, so that readiness says what an ask would get.
+:meth:`SqliteStore.problem` says why (``/readyz``) and, while a fault stands, tries a write of that
+size itself (a row of zeros, then deleted), so a freed disk is noticed without traffic; while writes
+work it writes nothing. A file
 deleted while the gateway runs is written back to its path from the open database when the store
 closes (a graceful stop), so a restart finds everything; a checkpoint never creates a file.
 """
@@ -57,6 +61,8 @@ CHECKPOINT_COMMITS = 250
 TRIM_EVERY = 64
 """Events appended between two trims of the history table: one DELETE per event would cost more."""
 SYNCHRONOUS = ("normal", "full")
+PROBE_WRITE_EVERY = 5.0
+"""Seconds a commit vouches for the file taking writes: a readiness check after that writes itself."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
@@ -74,6 +80,7 @@ CREATE TABLE IF NOT EXISTS events (
     directory TEXT,
     properties TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS probe (body BLOB NOT NULL);
 """
 
 
@@ -150,6 +157,8 @@ class SqliteStore(Store):
         self._lock: int | None = None
         self._identity: tuple[int, int] | None = None  # (device, inode) of the file this store opened
         self._fault: str | None = None  # why writes fail now; None while they work
+        self._fault_size = 0  # bytes of the largest change refused while the fault stands
+        self._written_at = -PROBE_WRITE_EVERY  # time.monotonic() of the last commit
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> "SqliteStore":
@@ -276,12 +285,10 @@ class SqliteStore(Store):
 
     async def add(self, record: Record) -> None:
         event = record.asked_event()
-        with self._transaction() as db:
-            db.execute(
-                "INSERT INTO records (id, status, body) VALUES (?, 'pending', ?)",
-                (record.id, record.model_dump_json()),
-            )
-            self._append(db, event)
+        body, properties = record.model_dump_json(), event.properties_json()
+        with self._transaction(len(body) + len(properties)) as db:
+            db.execute("INSERT INTO records (id, status, body) VALUES (?, 'pending', ?)", (record.id, body))
+            self._append(db, event, properties)
         self._index.add(record, event)
 
     async def finish(
@@ -296,12 +303,13 @@ class SqliteStore(Store):
             return None
         finished = record.finished(status, result)
         event = finished.finished_event(answers)
-        with self._transaction() as db:
+        body, properties = finished.model_dump_json(), event.properties_json()
+        with self._transaction(len(body) + len(properties)) as db:
             db.execute(
                 "UPDATE records SET status = ?, finished_at = ?, body = ? WHERE id = ?",
-                (status, finished.finished_at, finished.model_dump_json(), request_id),
+                (status, finished.finished_at, body, request_id),
             )
-            self._append(db, event)
+            self._append(db, event, properties)
         self._index.finish(finished, event)
         return finished
 
@@ -349,18 +357,27 @@ class SqliteStore(Store):
         return [request_id for request_id in waited_on if self._index.pending_record(request_id) is not None]
 
     async def problem(self) -> str | None:
-        """Checks that the path still holds this store's file (a ``stat``); after a failed write, tries
-        a small one (the schema version, written again), so that a freed disk is noticed by the
-        readiness probe alone."""
+        """Checks that the path still holds this store's file (a ``stat``), and that it takes writes:
+        with a small one of its own when none worked in the last :data:`PROBE_WRITE_EVERY` seconds (a
+        read-only or failing file is then said before an ask meets it). While a fault stands, tries a
+        write as large as the largest refused change (a row of zeros, deleted again), so that a freed
+        disk is noticed by the readiness probe alone, and a small write that works (under a file size
+        limit, on an almost full disk) does not pass for a store that takes asks."""
         if self._db is None:
             return f"the question store {self.path} is not open"
         try:
-            if self._fault is None:
+            if self._fault is None and time.monotonic() - self._written_at < PROBE_WRITE_EVERY:
                 with self._writing():
                     pass
-            else:
+            elif self._fault is None:
                 with self._transaction() as db:
-                    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")  # one page, written again
+            else:
+                size = self._fault_size
+                with self._transaction(size) as db:
+                    db.execute("INSERT INTO probe (body) VALUES (zeroblob(?))", (size,))
+                with self._transaction() as db:
+                    db.execute("DELETE FROM probe")
         except StoreUnavailable as error:
             return str(error)
         return None
@@ -374,10 +391,11 @@ class SqliteStore(Store):
         return self._db
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """One atomic change: committed when the block ends, rolled back if it raises."""
+    def _transaction(self, size: int = 0) -> Iterator[sqlite3.Connection]:
+        """One atomic change of about ``size`` bytes: committed when the block ends, rolled back if it
+        raises."""
         db = self._connection
-        with self._writing():
+        with self._writing(size):
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
@@ -387,23 +405,25 @@ class SqliteStore(Store):
                     with contextlib.suppress(sqlite3.Error):
                         db.execute("ROLLBACK")
                 raise
-        self._wrote()
+        self._wrote(size)
 
     @contextlib.contextmanager
-    def _writing(self) -> Iterator[None]:
-        """Around every write: none once the path holds another file (or none), and SQLite's refusals
-        (a full disk, an I/O error) as :class:`.StoreUnavailable`, the first of them logged."""
+    def _writing(self, size: int = 0) -> Iterator[None]:
+        """Around every write (of about ``size`` bytes): none once the path holds another file (or none),
+        and SQLite's refusals (a full disk, a file size limit, an I/O error) as
+        :class:`.StoreUnavailable`, the first of them logged."""
         if moved := self._moved():
             raise self._failing(
                 f"the question store {self.path} was {moved} while the gateway ran; it takes no changes "
-                "until the file is back (a graceful stop writes what it holds back to the path)"
+                "until the file is back (a graceful stop writes what it holds back to the path)",
+                size,
             )
         try:
             yield
         except sqlite3.Error as error:
             if not isinstance(error, sqlite3.OperationalError) and type(error) is not sqlite3.DatabaseError:
                 raise  # a constraint or a misuse: a bug, not the disk
-            raise self._failing(f"the question store {self.path} cannot be written: {error}") from error
+            raise self._failing(f"the question store {self.path} cannot be written: {error}", size) from error
 
     def _moved(self) -> str | None:
         """``deleted`` or ``replaced`` when the path no longer leads to the file this store opened."""
@@ -415,10 +435,11 @@ class SqliteStore(Store):
             return None  # it cannot say: let SQLite's own errors tell
         return None if (found.st_dev, found.st_ino) == self._identity else "replaced"
 
-    def _failing(self, reason: str) -> StoreUnavailable:
+    def _failing(self, reason: str, size: int) -> StoreUnavailable:
         if self._fault is None:
             logger.error("%s; writes answer 503 until it works again", reason)
         self._fault = reason
+        self._fault_size = max(self._fault_size, size)
         return StoreUnavailable(reason)
 
     def _write_back(self, moved: str) -> None:
@@ -461,10 +482,10 @@ class SqliteStore(Store):
             target,
         )
 
-    def _append(self, db: sqlite3.Connection, event: events.Event) -> None:
+    def _append(self, db: sqlite3.Connection, event: events.Event, properties: str) -> None:
         db.execute(
             "INSERT INTO events (seq, id, type, directory, properties) VALUES (?, ?, ?, ?, ?)",
-            (seq := self._index.seq + 1, event.id, event.type, event.directory, event.properties_json()),
+            (seq := self._index.seq + 1, event.id, event.type, event.directory, properties),
         )
         if seq % TRIM_EVERY == 0:  # loading reads the last ``history_size`` only
             self._trim(db, seq)
@@ -478,11 +499,14 @@ class SqliteStore(Store):
             with contextlib.suppress(sqlite3.Error, StoreUnavailable), self._transaction() as db:
                 db.execute("DELETE FROM records WHERE id = ? AND status != 'pending'", (request_id,))
 
-    def _wrote(self) -> None:
-        """Start a checkpoint in a thread once the log has grown: it fsyncs, the loop must not."""
-        if self._fault is not None:
+    def _wrote(self, size: int = 0) -> None:
+        """A change of about ``size`` bytes was committed: the fault ends if none larger was refused.
+        Starts a checkpoint in a thread once the log has grown: it fsyncs, the loop must not."""
+        self._written_at = time.monotonic()
+        if self._fault is not None and size >= self._fault_size:
             logger.info("the question store %s is written again", self.path)
             self._fault = None
+            self._fault_size = 0
         self._commits += 1
         if self._commits < CHECKPOINT_COMMITS or (self._checkpoint and not self._checkpoint.done()):
             return

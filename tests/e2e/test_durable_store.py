@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from elicitation_gateway.client import GatewayClient
 from tests.e2e.test_cli import free_port, gateway_process
@@ -224,3 +225,108 @@ async def test_a_full_disk_is_503_and_the_gateway_recovers_when_it_is_freed(tmp_
     assert len(errors) == 1, errors
     assert "cannot be written" in errors[0]
     assert any("written again" in entry["message"] for entry in entries if entry["level"] == "info")
+
+
+BIG_QUESTION = form(
+    {
+        "type": "object",
+        "properties": {
+            f"k{i}": {"type": "string", "title": f"Field {i}", "description": "x" * 9000} for i in range(30)
+        },
+    }
+)
+"""About 300 KB of questions: a change of over half a megabyte in the file (the record and its event)."""
+
+
+async def test_under_a_file_size_limit_readiness_says_what_a_large_ask_gets(tmp_path):
+    """``RLIMIT_FSIZE`` a little above what the write-ahead log holds: small changes still fit, a large
+    one fails (EFBIG), as on an almost full disk. Readiness follows the large one: a small write that
+    works does not make the store ready while an ask like the refused one would still get 503."""
+    path = tmp_path / "gateway.db"
+    with gateway_process("--port", "0", "--store", f"sqlite:///{path}") as (process, url):
+        async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+            kept = await created(client)
+            logged = await asyncio.to_thread(lambda: Path(f"{path}-wal").stat().st_size)
+            limit = logged + 128 * 1024  # room for a few small changes
+            resource.prlimit(process.pid, resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+            try:
+                assert await ready(client)  # nothing refused yet
+                big = await client.post("/elicitations", json=BIG_QUESTION)
+                assert_store_unavailable(big, "cannot be written")
+                readiness = await client.get("/readyz")
+                assert readiness.status_code == 503, readiness.text
+                assert readiness.json()["store"] == "unavailable"
+                assert "cannot be written" in readiness.json()["reason"]
+
+                small = await created(client)  # a small change still fits...
+                readiness = await client.get("/readyz")
+                assert readiness.status_code == 503, "ready while a large ask still gets 503"
+                assert "cannot be written" in readiness.json()["reason"]
+                again = await client.post("/elicitations", json=BIG_QUESTION)
+                assert_store_unavailable(again, "cannot be written")  # ...and a large one still fails
+                assert sorted(await listed(client)) == sorted([kept, small])
+            finally:
+                resource.prlimit(process.pid, resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY,) * 2)
+            await until(lambda: ready(client), what="the readiness check's own write of that size works")
+            assert (await client.post("/elicitations", json=BIG_QUESTION)).status_code == 201
+            assert await ready(client)
+            output = await asyncio.to_thread(stopped, process)
+
+    entries = log_entries(output)
+    errors = [entry["message"] for entry in entries if entry["level"] in ("error", "critical")]
+    assert len(errors) == 1, errors
+    written_again = [entry for entry in entries if "written again" in entry["message"]]
+    assert len(written_again) == 1, entries  # once, when the large write worked: not at the small one
+
+
+def chattr(flag: str, *paths: Path) -> None:
+    subprocess.run(["chattr", flag, *map(str, paths)], check=True, capture_output=True)
+
+
+def can_make_immutable(directory: Path) -> bool:
+    """Whether this machine lets the tests set the immutable attribute (root, and a file system with
+    it): what stands in for a file that became read-only, as a read-only mount makes every file."""
+    probe = directory / "probe"
+    probe.touch()
+    try:
+        chattr("+i", probe)
+    except (OSError, subprocess.CalledProcessError):
+        return False
+    chattr("-i", probe)
+    return True
+
+
+async def test_a_file_that_takes_no_writes_is_not_ready_before_an_ask_meets_it(tmp_path):
+    """The database and its log made immutable while the gateway runs: every write fails (EPERM), as
+    on a file system remounted read-only. The readiness check's own small write says so, and says the
+    store is ready again once the files take writes."""
+    if not can_make_immutable(tmp_path):
+        pytest.skip("chattr +i is not permitted here")
+    path = tmp_path / "gateway.db"
+    with gateway_process("--port", "0", "--store", f"sqlite:///{path}") as (process, url):
+        async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+            kept = await created(client)
+            files = [path, Path(f"{path}-wal")]
+            chattr("+i", *files)
+            try:
+
+                async def unready() -> bool:
+                    await asyncio.sleep(0.2)  # few requests: nobody reads the gateway's log meanwhile
+                    return (await client.get("/readyz")).status_code == 503
+
+                await until(unready, timeout=30, what="/readyz saying 503 before any ask fails")
+                readiness = (await client.get("/readyz")).json()
+                assert readiness["store"] == "unavailable"
+                assert "cannot be written" in readiness["reason"]
+                assert_store_unavailable(
+                    await client.post("/elicitations", json=QUESTION), "cannot be written"
+                )
+                assert await listed(client) == [kept]
+            finally:
+                chattr("-i", *files)
+            await until(lambda: ready(client), timeout=30, what="the readiness check's own write works")
+            assert (await client.post("/elicitations", json=QUESTION)).status_code == 201
+            output = await asyncio.to_thread(stopped, process)
+
+    errors = [entry["message"] for entry in log_entries(output) if entry["level"] in ("error", "critical")]
+    assert len(errors) == 1, errors

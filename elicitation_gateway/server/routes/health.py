@@ -29,8 +29,9 @@ async def livez(request: Request) -> Response:
 async def readyz(request: Request) -> Response:
     """Readiness (``/readyz``, and ``/healthz`` as before): the store can serve (reached, its file in
     place and writable), the bridged upstream too (in bridge mode), and no shutdown began; ``reason``
-    says what is wrong. A store that failed to write tries a small write here, so it recovers without
-    traffic."""
+    says what is wrong. The SQLite store says what an ask would get: not ready from a refused write
+    until a write as large works again (its own, tried here, so it recovers without traffic), and a
+    small write of its own when none worked in the last seconds."""
     gateway = _gateway(request)
     problem = await gateway.store_problem()
     store = "ok" if problem is None else "unavailable"
