@@ -82,6 +82,8 @@ def describe_value(field: Field, value: Any) -> str:
         return labels.get(value, value)
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
+    if value == "":
+        return "empty"  # "default: " with nothing after it reads as a cut sentence
     return str(value)
 
 

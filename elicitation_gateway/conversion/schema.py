@@ -6,6 +6,7 @@ person sees (``questions``, OpenCode's ``QuestionInfo``) and what the answers ar
 """
 
 import math
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -168,8 +169,9 @@ def _convert(
         if field.kind in ("string", "text"):
             field = _judged(field, _unwrap_optional(prop), allow_sensitive, f"{where}.properties.{key}")
         title = _text(prop, "title")
-        header = shorten(title or key, header_length)
-        text = _text(prop, "description") or title or key
+        description = _text(prop, "description")
+        header = shorten(title or description or readable(key), header_length)
+        text = description or title or readable(key)
         fields.append(field)
         questions.append(_question(field, text, header))
         texts.append(text)
@@ -244,6 +246,17 @@ def _text_error(value: Any, where: str) -> SchemaError:
     except InvalidText as error:
         return SchemaError(error.message, code="invalid_text")
     return SchemaError(f"{where} is not valid Unicode", code="invalid_text")
+
+
+def readable(key: str) -> str:
+    """A property's key as a person reads it: ``special_requests`` and ``specialRequests`` become
+    ``Special requests`` (a tool without titles still gets headers in words)."""
+    if " " in key.strip():  # already words: only the first letter changes
+        text = " ".join(key.split())
+    else:
+        words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", key).replace("_", " ").replace("-", " ").split()
+        text = " ".join(word.lower() if word[1:].islower() else word for word in words)  # keeps ID, HTTP
+    return text[:1].upper() + text[1:] if text else key
 
 
 def shorten(text: str, limit: int) -> str:

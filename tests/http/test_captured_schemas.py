@@ -20,6 +20,7 @@ from jsonschema import Draft202012Validator
 from mcp.server.elicitation import render_elicitation_schema
 from pydantic import BaseModel, Field, TypeAdapter
 
+from elicitation_gateway.conversion.schema import readable
 from tests.conftest import captured_schema_files, load_params
 from tests.helpers import ask, read_events
 
@@ -95,7 +96,7 @@ def check_question(prop: Prop, question: dict[str, Any]) -> None:
     labels = [option["label"] for option in question["options"]]
     assert question["question"].strip()
     assert 0 < len(question["header"]) <= 12
-    title = schema.get("title") or prop.key
+    title = schema.get("title") or schema.get("description") or readable(prop.key)
     if not prop.legacy and len(title) <= 12:
         assert question["header"] == title
     if schema.get("type") == "array":

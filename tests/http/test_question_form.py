@@ -67,7 +67,7 @@ async def test_form_gives_each_questions_own_words_apart_from_message_and_hints(
     fields = (await client.get(f"/question/{request['id']}/form")).json()["fields"]
     assert [q["question"] for q in request["questions"]] == [f["question"] for f in fields]
     assert fields[0]["question"].startswith("Excavator diagnosis\n\nOperating hours? (")
-    assert [f["text"] for f in fields] == ["Operating hours?", "Your name", "plain"]
+    assert [f["text"] for f in fields] == ["Operating hours?", "Your name", "Plain"]
     assert fields[0]["hints"] == ["a whole number at most 99"]
     assert fields[1]["hints"] == ["at least 2 characters", "default: Ann"]
     assert fields[2]["hints"] == []

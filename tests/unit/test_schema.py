@@ -7,7 +7,14 @@ from typing import Any
 import pytest
 
 from elicitation_gateway.conversion.answers import answers_to_content
-from elicitation_gateway.conversion.schema import SOFT_QUESTION_LIMIT, Form, SchemaError, build_form, shorten
+from elicitation_gateway.conversion.schema import (
+    SOFT_QUESTION_LIMIT,
+    Form,
+    SchemaError,
+    build_form,
+    readable,
+    shorten,
+)
 from tests.conftest import captured_schema_files, load_params
 
 YES_NO = [{"label": "Yes", "description": ""}, {"label": "No", "description": ""}]
@@ -108,7 +115,7 @@ def test_properties_become_questions_in_schema_order_with_keys_kept() -> None:
     keys = ["zeta", "alpha", "q0", "Middle Name", "b"]
     form = build_form(obj({key: {"type": "string"} for key in keys}), "")
     assert [field.key for field in form.fields] == keys
-    assert [question.header for question in form.questions] == [shorten(key, 12) for key in keys]
+    assert [question.header for question in form.questions] == ["Zeta", "Alpha", "Q0", "Middle Name", "B"]
     assert len(form.questions) == len(keys)
 
 
@@ -323,9 +330,50 @@ def test_custom_false_exactly_on_closed_questions() -> None:
 # Header, question text, message
 
 
-def test_header_is_title_else_key() -> None:
-    form = build_form(obj({"k1": {"type": "string", "title": "Name"}, "k2": {"type": "string"}}), "")
-    assert [q.header for q in form.questions] == ["Name", "k2"]
+def test_header_is_title_else_description_else_the_key_in_words() -> None:
+    form = build_form(
+        obj(
+            {
+                "k1": {"type": "string", "title": "Name", "description": "Your name"},
+                "k2": {"type": "string", "description": "Special requests or notes"},
+                "special_requests": {"type": "string"},
+                "partySize": {"type": "integer"},
+                "value": {"type": "string"},
+                "HTTP-port_ID": {"type": "integer"},
+            }
+        ),
+        "",
+        header_length=40,
+    )
+    headers = [q.header for q in form.questions]
+    assert headers == [
+        "Name",
+        "Special requests or notes",
+        "Special requests",
+        "Party size",
+        "Value",
+        "HTTP port ID",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("key", "words"),
+    [
+        ("value", "Value"),
+        ("special_requests", "Special requests"),
+        ("specialRequests", "Special requests"),
+        ("party-size", "Party size"),
+        ("HTTPPort", "HTTPPort"),
+        ("userID", "User ID"),
+        ("Middle Name", "Middle Name"),
+        ("  spaced   out ", "Spaced out"),
+        ("_", "_"),
+        ("x", "X"),
+        ("é_à", "É à"),
+    ],
+)
+def test_readable_turns_a_key_into_words(key: str, words: str) -> None:
+    assert readable(key) == words
 
 
 @pytest.mark.parametrize(
@@ -350,7 +398,7 @@ def test_header_is_shortened_at_a_word_boundary(title: str, length: int, expecte
 
 def test_header_uses_the_key_when_shortening_too() -> None:
     question = one({"type": "string"}, key="preferred_contact_method_for_you")
-    assert question["header"] == "preferred_c…"
+    assert question["header"] == "Preferred…"
 
 
 def test_default_header_length_is_twelve() -> None:
@@ -379,7 +427,7 @@ def test_shorten_collapses_whitespace_and_keeps_short_texts() -> None:
     assert shorten("abcd", 3) == "ab…"
 
 
-def test_question_is_description_else_title_else_key() -> None:
+def test_question_is_description_else_title_else_the_key_in_words() -> None:
     form = build_form(
         obj(
             {
@@ -390,7 +438,7 @@ def test_question_is_description_else_title_else_key() -> None:
         ),
         "",
     )
-    assert [q.question for q in form.questions] == ["Describe A", "Title B", "c"]
+    assert [q.question for q in form.questions] == ["Describe A", "Title B", "C"]
 
 
 def test_message_is_prepended_to_the_first_question_only() -> None:
@@ -473,6 +521,7 @@ def test_option_descriptions_on_the_array_property() -> None:
     ("prop", "shown"),
     [
         ({"type": "string", "default": "svc"}, "default: svc"),
+        ({"type": "string", "default": ""}, "(default: empty)"),
         ({"type": "integer", "default": 2}, "default: 2"),
         ({"type": "number", "default": 100.0}, "default: 100"),
         ({"type": "number", "default": 2.5}, "default: 2.5"),
