@@ -3,12 +3,14 @@ the client that asks its questions through the gateway (docs/clients.md), and th
 stdio behind ``elicitation-gateway proxy`` (docs/proxy.md)."""
 
 import asyncio
+import contextlib
 import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -81,6 +83,26 @@ async def test_the_example_server_behind_the_proxy(server: RunningServer, tmp_pa
     assert result.content[0].text == DIAGNOSED
 
 
+@contextlib.asynccontextmanager
+async def running(script: str, **options: Any) -> AsyncIterator[asyncio.subprocess.Process]:
+    """``python SCRIPT`` with its output piped; killed and reaped on the way out, even when the test
+    fails, so that no process outlives its test."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        script,
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        **options,
+    )
+    try:
+        yield process
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
 MCP_PAGE = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
 
 
@@ -91,10 +113,7 @@ async def test_the_long_wait_program_of_the_mcp_page_runs_as_printed(make_server
     server = make_server(mcp_progress_interval=0.2)
     script = tmp_path / "wait.py"
     script.write_text(program.replace("http://127.0.0.1:4096", server.url), encoding="utf-8")
-    waiting = await asyncio.create_subprocess_exec(
-        sys.executable, str(script), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
-    try:
+    async with running(str(script)) as waiting:
         assert waiting.stdout is not None
         async with httpx.AsyncClient(base_url=server.url) as gateway:
             asked = await question(gateway, directory="/srv/any")
@@ -102,10 +121,6 @@ async def test_the_long_wait_program_of_the_mcp_page_runs_as_printed(make_server
             assert heard.decode().startswith("waited "), heard
             await gateway.post(f"/question/{asked['id']}/reply", json={"answers": [["Yes"]]})
         out, err = await asyncio.wait_for(waiting.communicate(), 30)
-    finally:
-        if waiting.returncode is None:
-            waiting.kill()
-            await waiting.wait()
     assert waiting.returncode == 0, err.decode()
     last = out.decode().strip().splitlines()[-1]
     assert "Yes" in last, out.decode()
@@ -113,22 +128,11 @@ async def test_the_long_wait_program_of_the_mcp_page_runs_as_printed(make_server
 
 async def test_the_proxy_client_example_calls_the_example_server_behind_the_proxy(server: RunningServer):
     """``examples/call_through_proxy.py``, run as docs/proxy.md says, with the gateway at $GATEWAY_URL."""
-    calling = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(EXAMPLES / "call_through_proxy.py"),
-        cwd=ROOT,
-        env={**os.environ, "GATEWAY_URL": server.url},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
+    script = str(EXAMPLES / "call_through_proxy.py")
+    async with running(script, env={**os.environ, "GATEWAY_URL": server.url}) as calling:
         async with httpx.AsyncClient(base_url=server.url) as gateway:
             asked = await question(gateway, directory="mcp:Excavator diagnosis")
             await gateway.post(f"/question/{asked['id']}/reply", json=ANSWERS)
         out, err = await asyncio.wait_for(calling.communicate(), 30)
-    finally:
-        if calling.returncode is None:
-            calling.kill()
-            await calling.wait()
     assert calling.returncode == 0, err.decode()
     assert out.decode().strip() == DIAGNOSED
