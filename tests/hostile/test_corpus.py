@@ -364,7 +364,7 @@ ANSWERER_SIDE = [
         "POST",
         "/question/{id}/reply",
         reply(json.dumps([["a"], ["1" * 9_999 + "x"], ["aa"], ["n"]])),
-        mention="count:",
+        mention="Count:",
     ),
     Case(
         "an answer that backtracks in re",
