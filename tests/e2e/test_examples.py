@@ -14,7 +14,7 @@ from mcp import StdioServerParameters
 from mcp.client import Client
 
 from tests.conftest import RunningServer
-from tests.processes import ROOT, die_with_parent, free_port, wait_for_port
+from tests.processes import ROOT, child_setup, free_port, wait_for_port
 from tests.proxy.conftest import question
 
 EXAMPLES = ROOT / "examples"
@@ -31,7 +31,7 @@ def example_server() -> Iterator[str]:
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        preexec_fn=die_with_parent,
+        preexec_fn=child_setup,
     )
     try:
         wait_for_port(port, process, "examples/diagnose_server.py")

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.helpers import EventReader, ask, form, read_events
-from tests.processes import ROOT, GatewayProcess, die_with_parent
+from tests.processes import ROOT, GatewayProcess, child_setup
 
 STALL_LIMIT_MS = 100.0
 """No input may hold the event loop longer than this: /livez answers within it throughout."""
@@ -36,7 +36,7 @@ class StallProbe:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
-            preexec_fn=die_with_parent,
+            preexec_fn=child_setup,
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
