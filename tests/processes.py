@@ -69,6 +69,18 @@ def reap(process: "subprocess.Popen[Any]", timeout: float = 10) -> None:
                 pipe.close()
 
 
+def stop(process: "subprocess.Popen[Any]", timeout: float = 10) -> None:
+    """SIGTERM, as an operator stops it (a server stops its own children); killed if it has not exited
+    within ``timeout``; reaped."""
+    try:
+        if process.poll() is None:
+            process.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout)
+    finally:
+        reap(process)
+
+
 @contextlib.contextmanager
 def reaped(process: P) -> Iterator[P]:
     """``process`` for the block; reaped when it ends, however it ends."""

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.processes import child_setup, free_port, reap
+from tests.processes import child_setup, free_port, stop
 
 
 def require_redis_server() -> str:
@@ -70,12 +70,7 @@ class RedisServer:
     def stop(self) -> None:
         """Stop as an operator does (SIGTERM): a persistent server writes its data first."""
         if self.process is not None:
-            try:
-                if self.process.poll() is None:
-                    self.process.terminate()
-                    self.process.wait(10)
-            finally:
-                reap(self.process)
+            stop(self.process)
         self.process = None
 
     def client(self) -> redis.Redis:

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.processes import child_setup, free_port
+from tests.processes import child_setup, free_port, stop
 
 OPENCODE_PACKAGE = Path(__file__).resolve().parent / "opencode"
 PLATFORM_BINARY = OPENCODE_PACKAGE / "node_modules" / "opencode-linux-x64" / "bin" / "opencode"
@@ -175,12 +175,7 @@ class OpenCodeServer:
         process, self._process = self._process, None
         if process is None or process.poll() is not None:
             return
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
+        stop(process)
 
     def get(self, path: str, **kwargs: Any) -> httpx.Response:
         """Straight to OpenCode, not through the gateway: what the bridge's answers are compared with."""

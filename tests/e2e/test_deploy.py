@@ -37,7 +37,7 @@ from elicitation_gateway.server.app import create_app
 from elicitation_gateway.settings import Settings
 from tests.e2e.test_cli import gateway_process
 from tests.helpers import form, read_events, text_properties
-from tests.processes import free_port
+from tests.processes import child_setup, free_port, stop
 from tests.unit.test_docs import README, environment_names
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -599,7 +599,10 @@ def running_nginx(upstream_port: int, tmp_path: Path) -> Iterator[str]:
     port = free_port()
     conf = local_nginx_conf(tmp_path, upstream_port, port)
     process = subprocess.Popen(
-        nginx_command(nginx, conf, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        nginx_command(nginx, conf, tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        preexec_fn=child_setup,
     )
     try:
         deadline = time.monotonic() + 10
@@ -613,8 +616,7 @@ def running_nginx(upstream_port: int, tmp_path: Path) -> Iterator[str]:
                 time.sleep(0.05)
         yield f"http://127.0.0.1:{port}"
     finally:
-        process.terminate()
-        process.wait(10)
+        stop(process)  # SIGTERM: the master stops its workers, which SIGKILL would leave running
 
 
 async def test_nginx_streams_events_at_once_and_rate_limits_only_asking(proxy):

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.helpers import EventReader, ask, form, read_events
-from tests.processes import ROOT, GatewayProcess, child_setup
+from tests.processes import ROOT, GatewayProcess, child_setup, reap
 
 STALL_LIMIT_MS = 100.0
 """No input may hold the event loop longer than this: /livez answers within it throughout."""
@@ -69,8 +69,8 @@ class StallProbe:
             self._process.stdin.close()
         try:
             self._process.wait(10)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
+        finally:
+            reap(self._process)
 
 
 @pytest.fixture(scope="module")
