@@ -190,5 +190,9 @@ class GatewayProcess:
     def log(self) -> str:
         return self.output.read_text(errors="replace")[-3000:]
 
+    def logged(self, text: str) -> bool:
+        """Whether the process has printed ``text``: what a test waits for rather than for a time."""
+        return text in self.output.read_text(errors="replace")
+
     def client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(base_url=self.url, timeout=10)
