@@ -24,14 +24,15 @@ NOTE: dict[str, Any] = {"type": "object", "properties": {"note": {"type": "strin
 
 class StallProbe:
     """``python -m tests.stall_probe`` beside the gateway; ``worst_since(mark)`` is the slowest /livez
-    answer seen after ``mark`` (waiting for two answers that started after it)."""
+    answer seen after ``mark`` (waiting for two answers that started after it), less the time the
+    machine kept the gateway and the probe waiting for a CPU."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, gateway: GatewayProcess) -> None:
         self.latencies: list[float] = []
         self.problems: list[str] = []
         self._lock = threading.Lock()
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "tests.stall_probe", url],
+            [sys.executable, "-m", "tests.stall_probe", gateway.url, str(gateway.pid)],
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -83,7 +84,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
 
 @pytest.fixture(scope="module")
 def probe(gateway: GatewayProcess) -> Iterator[StallProbe]:
-    stall_probe = StallProbe(gateway.url)
+    stall_probe = StallProbe(gateway)
     yield stall_probe
     stall_probe.stop()
     assert not stall_probe.problems, stall_probe.problems
