@@ -11,6 +11,7 @@ import contextlib
 import json
 import socket
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -624,7 +625,8 @@ class ScriptedUpstream:
 
     def __enter__(self) -> "ScriptedUpstream":
         self._thread.start()
-        for _ in range(500):
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and self._thread.is_alive():
             if self.server.started:
                 return self
             threading.Event().wait(0.01)
