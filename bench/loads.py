@@ -112,6 +112,10 @@ async def _posters(conn: Connection, url: str, concurrency: int, tool: bool) -> 
             *(_post_loop(session, url, tool, start, end, samples) for _ in range(concurrency))
         )
     conn.send(asdict(samples))
+    # Alive until the benchmark has read this process's CPU time from /proc, which ends with it: the
+    # benchmark may read it late on a loaded machine.
+    with contextlib.suppress(EOFError):
+        await _receive(conn)
 
 
 async def _post_loop(

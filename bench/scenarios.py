@@ -279,6 +279,8 @@ def posting(
         sleep_until(end)
         server_cpu, clients_cpu = server.cpu_seconds() - server_cpu, clients.cpu_seconds() - clients_cpu
         results = [receive(conn, 90) for conn in posters]
+        for conn in posters:  # their CPU time is read: they may exit
+            conn.send(loads.STOP)
         answered: dict[str, Any] = {}
         if answerer is not None:
             answerer.send(loads.STOP)

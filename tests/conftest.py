@@ -6,6 +6,7 @@ import json
 import signal
 import socket
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -63,11 +64,10 @@ class RunningServer:
 
     def start(self) -> "RunningServer":
         self._thread.start()
-        for _ in range(500):
+        deadline = time.monotonic() + 30  # a safety net: a loaded machine takes seconds to start one
+        while time.monotonic() < deadline and self._thread.is_alive():
             if self.server.started:
                 return self
-            if not self._thread.is_alive():
-                break
             threading.Event().wait(0.01)
         raise RuntimeError("the test server did not start")
 
@@ -129,8 +129,9 @@ def make_server() -> Iterator[Callable[..., RunningServer]]:
         return server
 
     yield make
-    for server in started:
-        server.stop()
+    with contextlib.ExitStack() as stopping:  # every server is stopped, even if one fails to stop
+        for server in started:
+            stopping.callback(server.stop)
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,10 @@ from typing import Any
 import httpx
 from httpx_sse import aconnect_sse
 
+SAFETY_NET = 15.0
+"""How long a wait for an event goes on before the test fails: only a safety net, which a test that
+passes never reaches, so it is generous enough for a machine loaded many times over."""
+
 COLOR_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -86,7 +90,7 @@ class EventReader:
     response: httpx.Response | None = None
     closed: asyncio.Event = field(default_factory=asyncio.Event)
 
-    async def next(self, type: str | None = None, timeout: float = 5) -> Frame:
+    async def next(self, type: str | None = None, timeout: float = SAFETY_NET) -> Frame:
         """The next frame (of ``type``, skipping heartbeats and other types)."""
         async with asyncio.timeout(timeout):
             while True:
@@ -139,7 +143,7 @@ async def read_events(
 
     task = asyncio.create_task(pump())
     try:
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(SAFETY_NET):
             await ready.wait()
         yield reader
     finally:
@@ -155,7 +159,9 @@ def ask(client: httpx.AsyncClient, params: Any, **query: Any) -> asyncio.Task[ht
     )
 
 
-async def pending(client: httpx.AsyncClient, count: int = 1, timeout: float = 5) -> list[dict[str, Any]]:
+async def pending(
+    client: httpx.AsyncClient, count: int = 1, timeout: float = SAFETY_NET
+) -> list[dict[str, Any]]:
     """Wait until ``GET /question`` lists ``count`` requests; return them."""
     async with asyncio.timeout(timeout):
         while True:
@@ -165,7 +171,9 @@ async def pending(client: httpx.AsyncClient, count: int = 1, timeout: float = 5)
             await asyncio.sleep(0.02)
 
 
-async def until(condition: Callable[[], bool | Awaitable[bool]], timeout: float = 5, what: str = "") -> None:
+async def until(
+    condition: Callable[[], bool | Awaitable[bool]], timeout: float = SAFETY_NET, what: str = ""
+) -> None:
     """Wait for a condition rather than for a fixed time: checked every 10 ms, failing after ``timeout``."""
     async with asyncio.timeout(timeout):
         while True:

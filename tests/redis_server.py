@@ -4,12 +4,9 @@ Test modules that need Redis say ``pytest_plugins = ["tests.redis_server"]``. Wi
 ``redis-server`` binary the Redis tests skip, except under ``CI=true``, where they fail.
 """
 
-import ctypes
 import os
 import shutil
-import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,13 +14,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.processes import free_port
-
-
-def die_with_parent() -> None:
-    """For ``preexec_fn``: the child gets SIGTERM if the test process dies without stopping it (Linux)."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+from tests.processes import child_setup, free_port, stop
 
 
 def require_redis_server() -> str:
@@ -60,7 +51,7 @@ class RedisServer:
             "--logfile", str(self.directory / "redis.log"),
         ]  # fmt: skip
         self.process = subprocess.Popen(
-            arguments, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent
+            arguments, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=child_setup
         )
         client = self.client()
         deadline = time.monotonic() + 10
@@ -78,9 +69,8 @@ class RedisServer:
 
     def stop(self) -> None:
         """Stop as an operator does (SIGTERM): a persistent server writes its data first."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(10)
+        if self.process is not None:
+            stop(self.process)
         self.process = None
 
     def client(self) -> redis.Redis:

@@ -7,13 +7,10 @@ tests that need it, with the reason; under ``CI=true`` it fails them.
 """
 
 import base64
-import ctypes
 import json
 import os
 import shutil
-import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -22,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.processes import free_port
+from tests.processes import child_setup, free_port, stop
 
 OPENCODE_PACKAGE = Path(__file__).resolve().parent / "opencode"
 PLATFORM_BINARY = OPENCODE_PACKAGE / "node_modules" / "opencode-linux-x64" / "bin" / "opencode"
@@ -39,12 +36,6 @@ OFFLINE = {
     "OPENCODE_DISABLE_PROJECT_CONFIG": "1",
     "OPENCODE_DISABLE_TERMINAL_TITLE": "1",
 }
-
-
-def die_with_parent() -> None:
-    """For ``preexec_fn``: the server gets SIGTERM if the test process dies without stopping it (Linux)."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def basic_auth(username: str, password: str) -> str:
@@ -142,7 +133,7 @@ class OpenCodeServer:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            preexec_fn=die_with_parent,
+            preexec_fn=child_setup,
         )
         listening = threading.Event()
         threading.Thread(target=self._drain, args=(self._process, listening), daemon=True).start()
@@ -184,12 +175,7 @@ class OpenCodeServer:
         process, self._process = self._process, None
         if process is None or process.poll() is not None:
             return
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
+        stop(process)
 
     def get(self, path: str, **kwargs: Any) -> httpx.Response:
         """Straight to OpenCode, not through the gateway: what the bridge's answers are compared with."""

@@ -18,7 +18,7 @@ from elicitation_gateway import __version__
 from elicitation_gateway.__main__ import COMMANDS
 from elicitation_gateway.settings import Settings
 from tests.helpers import ask, form, read_events, text_properties
-from tests.processes import free_port
+from tests.processes import child_setup, free_port, reaped
 
 LISTENING = re.compile(r"listening on (http://\S+)")
 
@@ -34,8 +34,9 @@ def gateway_process(*args: str, env: dict[str, str] | None = None) -> Iterator[t
         stderr=subprocess.STDOUT,
         text=True,
         env=environment,
+        preexec_fn=child_setup,
     )
-    try:
+    with reaped(process):
         url = None
         assert process.stdout is not None
         process.startup_output = ""  # type: ignore[attr-defined]
@@ -47,10 +48,6 @@ def gateway_process(*args: str, env: dict[str, str] | None = None) -> Iterator[t
                 break
         assert url, f"the gateway printed no URL (exit {process.poll()})"
         yield process, url
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(10)
 
 
 def test_defaults_are_loopback_port_4096(monkeypatch):

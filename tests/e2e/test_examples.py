@@ -18,7 +18,7 @@ from mcp import StdioServerParameters
 from mcp.client import Client
 
 from tests.conftest import RunningServer
-from tests.processes import ROOT, die_with_parent, free_port, wait_for_port
+from tests.processes import ROOT, areaped, child_setup, free_port, reaped, start_process, wait_for_port
 from tests.proxy.conftest import question
 
 EXAMPLES = ROOT / "examples"
@@ -35,20 +35,17 @@ def example_server() -> Iterator[str]:
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        preexec_fn=die_with_parent,
+        preexec_fn=child_setup,
     )
-    try:
+    with reaped(process):
         wait_for_port(port, process, "examples/diagnose_server.py")
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.kill()
-        process.wait(10)
 
 
 async def test_the_client_example_asks_its_servers_question_through_the_gateway(
     server: RunningServer, example_server: str
 ):
-    client = await asyncio.create_subprocess_exec(
+    client = await start_process(
         sys.executable,
         str(EXAMPLES / "ask_through_gateway.py"),
         example_server,
@@ -57,11 +54,11 @@ async def test_the_client_example_asks_its_servers_question_through_the_gateway(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    async with httpx.AsyncClient(base_url=server.url) as gateway:
+    async with areaped(client), httpx.AsyncClient(base_url=server.url) as gateway:
         asked = await question(gateway, directory="/srv/any")  # it names no directory: seen under any
         assert asked["questions"][0]["question"].startswith("Excavator diagnosis")
         await gateway.post(f"/question/{asked['id']}/reply", json=ANSWERS)
-    out, err = await asyncio.wait_for(client.communicate(), 30)
+        out, err = await asyncio.wait_for(client.communicate(), 30)
     assert client.returncode == 0, err.decode()
     assert out.decode().strip() == DIAGNOSED
 

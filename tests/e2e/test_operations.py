@@ -18,6 +18,7 @@ from elicitation_gateway.server.security import warn_if_exposed
 from elicitation_gateway.settings import Settings
 from tests.e2e.test_cli import gateway_process
 from tests.helpers import ask, form, pending, read_events, text_properties
+from tests.processes import child_setup, reaped
 
 
 async def test_global_health_in_opencode_shape(client):
@@ -74,16 +75,13 @@ def json_gateway(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str, P
             stderr=stderr,
             text=True,
             env={**environment, "GATEWAY_LOG_FORMAT": "json"},
+            preexec_fn=child_setup,
         )
-    try:
+    with reaped(process):
         assert process.stdout is not None
         banner = json.loads(process.stdout.readline())
         assert "listening on http://" in banner["message"], banner
         yield process, banner["url"], errors
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(10)
 
 
 def json_lines(text: str) -> list[dict[str, Any]]:

@@ -6,13 +6,14 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx
 import pytest
 
 from tests.conftest import RunningServer
 from tests.helpers import until
+from tests.processes import areap, start_process
 from tests.unit.test_docs import README
 
 
@@ -39,10 +40,23 @@ def as_run_on(server: RunningServer, script: str) -> str:
     return script.replace("http://127.0.0.1:4096", server.url)
 
 
-async def bash(server: RunningServer, script: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        "bash", "-c", as_run_on(server, script), stdout=asyncio.subprocess.PIPE
-    )
+Bash = Callable[[RunningServer, str], Awaitable[asyncio.subprocess.Process]]
+
+
+@pytest.fixture
+async def bash() -> AsyncIterator[Bash]:
+    """Runs a script in ``bash -c`` against the server; every one is reaped after the test."""
+    started: list[asyncio.subprocess.Process] = []
+
+    async def start(server: RunningServer, script: str) -> asyncio.subprocess.Process:
+        started.append(
+            await start_process("bash", "-c", as_run_on(server, script), stdout=asyncio.subprocess.PIPE)
+        )
+        return started[-1]
+
+    yield start
+    for process in started:
+        await areap(process)
 
 
 async def output(process: asyncio.subprocess.Process) -> str:
@@ -52,7 +66,7 @@ async def output(process: asyncio.subprocess.Process) -> str:
     return stdout.decode()
 
 
-async def start_asking(server: RunningServer) -> asyncio.subprocess.Process:
+async def start_asking(bash: Bash, server: RunningServer) -> asyncio.subprocess.Process:
     """Terminal 2: the tool's curl, which waits until the question is answered."""
     asking = await bash(server, block("/elicit"))
     async with httpx.AsyncClient(base_url=server.url) as client:
@@ -64,7 +78,7 @@ async def start_asking(server: RunningServer) -> asyncio.subprocess.Process:
     return asking
 
 
-async def run(server: RunningServer, script: str) -> str:
+async def run(bash: Bash, server: RunningServer, script: str) -> str:
     return await output(await bash(server, script))
 
 
@@ -72,20 +86,20 @@ async def result_of(asking: asyncio.subprocess.Process) -> object:
     return json.loads(await output(asking))
 
 
-async def test_the_walkthrough_answers_as_written(make_server: Callable[..., RunningServer]):
+async def test_the_walkthrough_answers_as_written(bash: Bash, make_server: Callable[..., RunningServer]):
     server = make_server()
-    asking = await start_asking(server)
+    asking = await start_asking(bash, server)
     printed = re.search(r"# prints: (\S+)", block("/reply"))
     assert printed, "the README shows what terminal 3 prints"
-    assert await run(server, block("/reply")) == printed.group(1)
+    assert await run(bash, server, block("/reply")) == printed.group(1)
     (shown,) = re.findall(r"^```json\n(.*?)\n```", WALKTHROUGH, re.MULTILINE | re.DOTALL)
     assert await result_of(asking) == json.loads(shown)
 
 
-async def test_the_decline_example_declines(make_server: Callable[..., RunningServer]):
+async def test_the_decline_example_declines(bash: Bash, make_server: Callable[..., RunningServer]):
     server = make_server()
-    asking = await start_asking(server)
+    asking = await start_asking(bash, server)
     find_id = block("/reply").splitlines()[0]
     assert find_id.startswith("ID=")
-    assert await run(server, find_id + "\n" + block("/reject")) == "true"
+    assert await run(bash, server, find_id + "\n" + block("/reject")) == "true"
     assert await result_of(asking) == {"action": "decline"}

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from mcp.client import Client
 
-from elicitation_gateway.gateway import STORE_RETRY
+from elicitation_gateway.gateway import STORE_RETRY, AskOptions
 from tests.helpers import COLOR_ACCEPTED, COLOR_SCHEMA, ask, form, pending, read_events, until
 
 pytest_plugins = ["tests.redis_server"]
@@ -119,10 +119,9 @@ async def test_an_answer_after_the_expiry_is_refused_and_expires_the_question(ma
     ``expires_at`` takes no answer: its tool has stopped waiting."""
     server = make_server()
     async with httpx.AsyncClient(base_url=server.url, timeout=10) as client, read_events(client) as events:
-        created = await client.post("/elicitations", json=form(COLOR_SCHEMA), params={"timeout": 0.5})
-        request_id = created.json()["id"]
-        server.run(_late(server, request_id))  # its timer will not fire
-        await asyncio.sleep(0.6)
+        request_id = server.run(_asked_late(server, 0.5))  # its timer will not fire
+        await events.next("question.asked")
+        await asyncio.sleep(0.6)  # past its expires_at
         assert await status(client, request_id) == "pending"
         body = GREEN if answer == "reply" else {}
         response = await client.post(f"/question/{request_id}/{answer}", json=body)
@@ -133,8 +132,12 @@ async def test_an_answer_after_the_expiry_is_refused_and_expires_the_question(ma
         assert await status(client, request_id) == "expired"
 
 
-async def _late(server: Any, request_id: str) -> None:
-    server.gateway._timeouts.discard(request_id)
+async def _asked_late(server: Any, timeout: float) -> str:
+    """A question whose timer will not fire: asked and its timer dropped in one step of the server's
+    loop, so that the timer cannot fire first however late this test runs."""
+    record = await server.gateway.ask("Please answer", COLOR_SCHEMA, AskOptions(timeout=timeout))
+    server.gateway._timeouts.discard(record.id)
+    return record.id
 
 
 async def _is(client: httpx.AsyncClient, request_id: str, expected: str) -> bool:

@@ -91,6 +91,10 @@ async def until(check: Callable[[], Any], timeout: float = 15) -> Any:
     return result
 
 
+async def logged(replica: Replica, text: str) -> bool:
+    return replica.logged(text)
+
+
 # ---------------------------------------------------------------------------------------------------
 
 
@@ -218,10 +222,12 @@ async def test_a_dropped_call_comes_back_on_another_replica(replicas, clients):
         first.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await first
-        await asyncio.sleep(1)  # the first replica notices the drop and keeps the question for its caller
+        request_id = asked.properties["id"]
+        kept = f"elicitation {request_id}: its caller went away; kept for it"
+        await until(lambda: logged(replicas[0], kept))  # the first replica keeps it for its caller
         again = asyncio.create_task(call(replicas[1]))
-        await asyncio.sleep(0.5)
-        assert await listed(b) == [asked.properties["id"]]
+        await until(lambda: logged(replicas[1], f"elicitation {request_id} attached to again by its caller"))
+        assert await listed(b) == [request_id]
         await events.no_frame(within=0.2, type="question.asked")
         reply = await b.post(f"/question/{asked.properties['id']}/reply", json={"answers": [["Yes"]]})
         assert reply.status_code == 200

@@ -15,6 +15,7 @@ import httpx
 from elicitation_gateway.server.app import create_app
 from elicitation_gateway.settings import Settings
 from tests.helpers import form, text_properties
+from tests.processes import child_setup, reaped
 
 BIN = Path(sys.executable).parent
 INITIALIZE = {
@@ -49,8 +50,10 @@ def test_opentelemetry_instrument_traces_each_request_by_its_route(tmp_path):
     command += ["--logs_exporter", "none", str(BIN / "elicitation-gateway"), "--port", "0"]
     errors = tmp_path / "stderr.log"
     with errors.open("w") as stderr:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=environment)
-    try:
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=environment, preexec_fn=child_setup
+        )
+    with reaped(process):
         assert process.stdout is not None
         banner = process.stdout.readline()
         assert "listening on http://" in banner, banner + errors.read_text()
@@ -64,10 +67,6 @@ def test_opentelemetry_instrument_traces_each_request_by_its_route(tmp_path):
             assert client.post("/mcp", json=INITIALIZE, headers=headers).status_code == 200
         process.send_signal(signal.SIGTERM)
         output, _ = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
     assert process.returncode == -signal.SIGTERM, errors.read_text()  # as uvicorn ends on a signal
 
     spans = console_spans(output)

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.helpers import EventReader, ask, form, read_events
-from tests.processes import ROOT, GatewayProcess, die_with_parent
+from tests.processes import ROOT, GatewayProcess, child_setup, reap
 
 STALL_LIMIT_MS = 100.0
 """No input may hold the event loop longer than this: /livez answers within it throughout."""
@@ -24,19 +24,20 @@ NOTE: dict[str, Any] = {"type": "object", "properties": {"note": {"type": "strin
 
 class StallProbe:
     """``python -m tests.stall_probe`` beside the gateway; ``worst_since(mark)`` is the slowest /livez
-    answer seen after ``mark`` (waiting for two answers that started after it)."""
+    answer seen after ``mark`` (waiting for two answers that started after it), less the time the
+    machine kept the gateway and the probe waiting for a CPU."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, gateway: GatewayProcess) -> None:
         self.latencies: list[float] = []
         self.problems: list[str] = []
         self._lock = threading.Lock()
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "tests.stall_probe", url],
+            [sys.executable, "-m", "tests.stall_probe", gateway.url, str(gateway.pid)],
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
-            preexec_fn=die_with_parent,
+            preexec_fn=child_setup,
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -69,8 +70,8 @@ class StallProbe:
             self._process.stdin.close()
         try:
             self._process.wait(10)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
+        finally:
+            reap(self._process)
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +84,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess
 
 @pytest.fixture(scope="module")
 def probe(gateway: GatewayProcess) -> Iterator[StallProbe]:
-    stall_probe = StallProbe(gateway.url)
+    stall_probe = StallProbe(gateway)
     yield stall_probe
     stall_probe.stop()
     assert not stall_probe.problems, stall_probe.problems

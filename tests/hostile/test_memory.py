@@ -60,7 +60,7 @@ async def test_big_asks_take_memory_only_up_to_the_budget(tmp_path):
             "GATEWAY_LOG_LEVEL": "error",
         },
     ).start()
-    probe = StallProbe(gateway.url)
+    probe = StallProbe(gateway)
     try:
         async with httpx.AsyncClient(base_url=gateway.url, timeout=60) as client:
             await client.post("/elicitations", json=form({"type": "object", "properties": {"a": {}}}))

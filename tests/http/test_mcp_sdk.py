@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any, Literal
 
@@ -193,9 +194,10 @@ def serving(app: Any) -> Iterator[str]:
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()
     try:
-        for _ in range(500):
-            if server.started:
-                break
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert thread.is_alive(), "uvicorn stopped before it started"
+            assert time.monotonic() < deadline, "uvicorn did not start"
             threading.Event().wait(0.01)
         yield f"http://127.0.0.1:{listener.getsockname()[1]}"
     finally:

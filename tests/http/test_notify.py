@@ -217,6 +217,12 @@ async def wait_for_outcome(
     return text
 
 
+async def ended(http: httpx.AsyncClient, request_id: str) -> None:
+    """Until the question has ended (a long poll on its result)."""
+    response = await http.get(f"/elicitations/{request_id}", params={"wait": "20"}, timeout=30)
+    assert response.json()["status"] != "pending", response.text
+
+
 async def ask(http: httpx.AsyncClient) -> str:
     response = await http.post("/elicitations", json=PARAMS)
     assert response.status_code == 201, response.text
@@ -281,16 +287,17 @@ async def test_a_question_still_unanswered_near_its_expiry_is_notified_again(mak
     for questions that last longer than that."""
     server = make_server(notify=[receiver.url], notify_remind=1, public_url="https://gateway.example.com")
     async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
-        answered = (await http.post("/elicitations", json=PARAMS, params={"timeout": "1.6"})).json()["id"]
+        # Reminded 1 s before the end, 2.6 s after asking: the time the test has to answer the first.
+        answered = (await http.post("/elicitations", json=PARAMS, params={"timeout": "3.6"})).json()["id"]
         short = await http.post("/elicitations", json=PARAMS, params={"timeout": "0.8"})  # too short
         assert short.status_code == 201
-        reminded = (await http.post("/elicitations", json=PARAMS, params={"timeout": "1.6"})).json()["id"]
+        reminded = (await http.post("/elicitations", json=PARAMS, params={"timeout": "3.6"})).json()["id"]
         # Answered once announced: a question finished before its notification goes out is not announced.
         await until(lambda: len(receiver.posts) == 3, what="the three questions announced")
         reply = await http.post(f"/question/{answered}/reply", json={"answers": [["staging"], []]})
         assert reply.status_code == 200
         await wait_for_outcome(http, "sent", 4, within=10)
-        await asyncio.sleep(1.2)  # every question has expired: no later reminder can come
+        await ended(http, reminded)  # the last to end: no later reminder can come
         text = await metrics_of(http)
     bodies = [json.loads(post["body"]) for post in receiver.posts]
     titles = [body["title"] for body in bodies]
@@ -328,12 +335,13 @@ async def test_two_replicas_on_redis_notify_and_remind_once(make_server, receive
         httpx.AsyncClient(base_url=first.url, timeout=10) as one,
         httpx.AsyncClient(base_url=second.url, timeout=10) as other,
     ):
-        reminded = (await one.post("/elicitations", json=PARAMS, params={"timeout": "1.6"})).json()["id"]
-        answered = (await other.post("/elicitations", json=PARAMS, params={"timeout": "1.6"})).json()["id"]
+        reminded = (await one.post("/elicitations", json=PARAMS, params={"timeout": "3.6"})).json()["id"]
+        answered = (await other.post("/elicitations", json=PARAMS, params={"timeout": "3.6"})).json()["id"]
         await until(lambda: len(receiver.posts) == 2, what="both questions announced")
         reply = await one.post(f"/question/{answered}/reply", json={"answers": [["staging"], []]})
         assert reply.status_code == 200
-        await asyncio.sleep(2.5)  # both questions are over: any notification would have come
+        await until(lambda: len(receiver.posts) == 3, timeout=10, what="the reminder")
+        await ended(one, reminded)  # both questions are over: any notification would have come
         sent = [outcomes(await metrics_of(client))["sent"] for client in (one, other)]
     bodies = [json.loads(post["body"]) for post in receiver.posts]
     titles = sorted(body["title"] for body in bodies)

@@ -199,7 +199,7 @@ async def test_heartbeats_have_an_event_id_but_no_id_line(make_server, path):
         httpx.AsyncClient(base_url=server.url, timeout=10) as client,
         read_events(client, path) as events,
     ):
-        beats = [await events.next("server.heartbeat", timeout=3) for _ in range(2)]
+        beats = [await events.next("server.heartbeat") for _ in range(2)]
         for beat in beats:
             assert beat.id == ""
             assert beat.properties == {}

@@ -17,7 +17,7 @@ from mcp.client import Client
 from mcp.client.stdio import stdio_client
 
 from tests.helpers import until
-from tests.processes import ROOT, die_with_parent, free_port, wait_for_port
+from tests.processes import ROOT, child_setup, free_port, reap, wait_for_port
 
 UPSTREAM = [sys.executable, "-m", "tests.proxy.upstream"]
 DIRECTORY = "mcp:Excavator Service"
@@ -35,13 +35,16 @@ class HttpUpstream:
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            preexec_fn=die_with_parent,
+            preexec_fn=child_setup,
         )
-        wait_for_port(self.port, self.process, "the HTTP upstream")
+        try:
+            wait_for_port(self.port, self.process, "the HTTP upstream")
+        except BaseException:
+            self.stop()
+            raise
 
     def stop(self) -> None:
-        self.process.kill()
-        self.process.wait(10)
+        reap(self.process)
 
 
 @pytest.fixture
