@@ -4,13 +4,22 @@ The deadlines themselves are tested over real sockets in tests/http/test_slow_cl
 """
 
 import logging
+import tomllib
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import httptools
 import pytest
+import uvicorn
+from packaging.requirements import Requirement
+from packaging.version import Version
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.server import ServerState
 
 from elicitation_gateway.server.protocol import OVERRIDDEN, DeadlineProtocol, check_uvicorn, deadline_protocol
+
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
 
 def test_the_installed_uvicorn_has_what_the_deadlines_hook_into():
@@ -116,3 +125,57 @@ async def test_a_buffer_written_out_meanwhile_ends_the_watch():
     protocol._reading_late()
     assert not transport.aborted
     assert protocol._send_timer is None
+
+
+# ---------------------------------------------------------------------------------------------------
+# What the limits assume of uvicorn, beyond the methods check_uvicorn finds
+
+
+def test_uvicorn_is_pinned_below_its_next_minor():
+    """A new minor may move what the protocol hooks into: it must be tried before it is allowed."""
+    requirement = next(
+        Requirement(line)
+        for line in tomllib.loads(PYPROJECT.read_text())["project"]["dependencies"]
+        if Requirement(line).name == "uvicorn"
+    )
+    installed = Version(uvicorn.__version__)
+    assert installed in requirement.specifier
+    assert f"{installed.major}.{installed.minor + 1}" not in requirement.specifier
+
+
+async def test_uvicorn_parses_with_an_httptools_parser_of_its_own():
+    """The Host rule asks uvicorn's parser the request's HTTP version."""
+    protocol_class = deadline_protocol(10, 30)
+    config = uvicorn.Config(lambda scope, receive, send: None, http=protocol_class)
+    protocol = protocol_class(config=config, server_state=ServerState(), app_state={})
+    assert isinstance(protocol.parser, httptools.HttpRequestParser)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, bytes]] = []
+
+    def on_message_begin(self) -> None:
+        self.calls.append(("begin", b""))
+
+    def on_url(self, url: bytes) -> None:
+        self.calls.append(("url", url))
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.calls.append(("header", name + b": " + value))
+
+    def on_headers_complete(self) -> None:
+        self.calls.append(("complete", b""))
+
+
+def test_httptools_hands_over_the_whole_url_before_the_first_header():
+    """The Host rewrite reads an absolute-form target's authority when its first header comes; the
+    URL arrives in pieces, one per read."""
+    recorder = Recorder()
+    parser = httptools.HttpRequestParser(recorder)
+    for piece in (b"GET http://exa", b"mple.com/x HTTP/1.1\r\nHo", b"st: a\r\n\r\n"):
+        parser.feed_data(piece)
+    kinds = [kind for kind, _ in recorder.calls]
+    assert kinds == ["begin", "url", "url", "header", "complete"]
+    assert b"".join(value for kind, value in recorder.calls if kind == "url") == b"http://example.com/x"
+    assert parser.get_http_version() == "1.1"
