@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
-LISTENING = re.compile(rb"listening on (http://\S+)")
+LISTENING = re.compile(rb"listening on (http://[^\s\"]+)")
 
 
 def free_port() -> int:
