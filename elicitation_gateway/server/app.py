@@ -92,7 +92,8 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         bridge = Bridge(gateway, settings)
         middleware.insert(0, bridge.middleware())
     # Hosts and origins before anything else (in bridge mode, before requests are forwarded to OpenCode).
-    middleware.insert(0, Middleware(BrowserGuard, settings=settings, routes=ROUTES))
+    guarded = bridge.routes if bridge else ROUTES  # in bridge mode, /gateway/mcp is guarded as /mcp
+    middleware.insert(0, Middleware(BrowserGuard, settings=settings, routes=guarded))
     middleware[:0] = tracing_middleware()  # outermost; only with the `otel` extra and a tracer provider
 
     @contextlib.asynccontextmanager
