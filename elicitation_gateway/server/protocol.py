@@ -147,12 +147,25 @@ class DeadlineProtocol(HttpToolsProtocol):
         counted by its URL and headers as the parser hands them over)."""
         if self._refused:
             return  # dropped: the connection closes once the refusal is written
-        view = memoryview(data)
+        self._counting_raw = self._in_head
+        if not self._in_head:
+            super().data_received(data)
+        elif len(data) <= self.max_header_size - self._head_bytes:  # all but every read
+            self._head_bytes += len(data)
+            super().data_received(data)
+        else:
+            self._feed_up_to_the_limit(memoryview(data))
+        if self._refusal is not None and not self._refused:
+            self._refuse(*self._refusal)
+
+    def _feed_up_to_the_limit(self, view: memoryview) -> None:
+        """A read longer than its head may still be: the parser is fed what the head may take; the rest
+        is fed only if the head ended within it (the rest is then a body, or later requests)."""
         while view and self._refusal is None:
             if not self._in_head:
                 self._counting_raw = False
                 super().data_received(view)  # type: ignore[arg-type]  # httptools takes any buffer
-                break
+                return
             self._counting_raw = True
             room = max(0, self.max_header_size - self._head_bytes)
             fed, view = view[:room], view[room:]
@@ -164,8 +177,6 @@ class DeadlineProtocol(HttpToolsProtocol):
                 return  # uvicorn refused it (400), or it became a WebSocket
             if view and self._in_head and self._refusal is None:
                 self._refuse_head_size()
-        if self._refusal is not None:
-            self._refuse(*self._refusal)
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -205,7 +216,7 @@ class DeadlineProtocol(HttpToolsProtocol):
             )
             return
         self._charge(len(name) + len(value) + 4)  # ": " and CRLF
-        if name.lower() == b"host":
+        if len(name) == 4 and name.lower() == b"host":
             self._hosts += 1
             authority = self._target_authority()
             if authority is not None:  # RFC 9112 §3.2.2: the target's authority wins over Host
