@@ -175,7 +175,9 @@ class DeadlineProtocol(HttpToolsProtocol):
             transport = self._connection
             if transport.is_closing() or transport.get_protocol() is not self:
                 return  # uvicorn refused it (400), or it became a WebSocket
-            if view and self._in_head and self._refusal is None:
+            # Over only if the head counted from the slice's start is still unfinished: a head that
+            # began within the slice (after the request before it) is counted anew by the loop.
+            if view and self._in_head and self._counting_raw and self._refusal is None:
                 self._refuse_head_size()
 
     def on_message_begin(self) -> None:
