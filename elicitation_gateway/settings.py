@@ -67,6 +67,22 @@ class Settings(BaseSettings):
         description="Seconds a client has to send a request's headers, from the connection's start and "
         "from the first byte of each later request on it, before its connection is closed.",
     )
+    max_header_size: int = Field(
+        65_536,
+        ge=4096,
+        description="Largest request head in bytes (the request line and every header), counted as it "
+        "arrives: past it the request is refused with `431` and its connection closed. Bounds the "
+        "memory a connection's headers hold.",
+    )
+    max_headers: int = Field(
+        100, ge=10, description="Most headers in one request; more are refused with `431`."
+    )
+    max_url_length: int = Field(
+        8192,
+        ge=256,
+        description="Longest request URL (path and query) in bytes, which bounds the request line; "
+        "longer is refused with `414`.",
+    )
     shutdown_grace: float = Field(5, ge=0, description="Seconds to finish pending questions on shutdown.")
     replica_liveness: float = Field(
         10,

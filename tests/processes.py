@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
-LISTENING = re.compile(rb"listening on (http://\S+)")
+LISTENING = re.compile(rb"listening on (http://[^\s\"]+)")
 P = TypeVar("P", bound="subprocess.Popen[Any]")
 
 

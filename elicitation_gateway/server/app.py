@@ -17,7 +17,7 @@ from starlette.responses import Response
 
 from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.gateway import Gateway
-from elicitation_gateway.server.logs import CLIENT_GONE, route_of
+from elicitation_gateway.server.logs import CLIENT_GONE, hide_access_queries, route_of
 from elicitation_gateway.server.mcp_endpoint import McpEndpoint
 from elicitation_gateway.server.openapi import openapi_document
 from elicitation_gateway.server.routes.parsing import UrlTextCheck
@@ -79,6 +79,7 @@ async def _store_unavailable(request: Request, error: Exception) -> JsonResponse
 def create_app(settings: Settings | None = None, gateway: Gateway | None = None) -> Starlette:
     settings = settings or Settings()
     gateway = gateway or Gateway(settings)
+    hide_access_queries()  # whichever server serves the app, its access line never shows a credential
     mcp = McpEndpoint(gateway, settings)
     middleware = [
         Middleware(AccessControl, settings=settings, routes=ROUTES),
@@ -91,7 +92,8 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         bridge = Bridge(gateway, settings)
         middleware.insert(0, bridge.middleware())
     # Hosts and origins before anything else (in bridge mode, before requests are forwarded to OpenCode).
-    middleware.insert(0, Middleware(BrowserGuard, settings=settings, routes=ROUTES))
+    guarded = bridge.routes if bridge else ROUTES  # in bridge mode, /gateway/mcp is guarded as /mcp
+    middleware.insert(0, Middleware(BrowserGuard, settings=settings, routes=guarded))
     middleware[:0] = tracing_middleware()  # outermost; only with the `otel` extra and a tracer provider
 
     @contextlib.asynccontextmanager

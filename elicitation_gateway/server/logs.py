@@ -136,6 +136,25 @@ class ClientGone(logging.Filter):
         return logging.getLogger(record.name).isEnabledFor(logging.INFO)
 
 
+class AccessPath(logging.Filter):
+    """On uvicorn's access logger: its line names the path without the query string, which may hold
+    the answerer's password (``?auth_token=``, for browsers' EventSource) and whatever credentials the
+    upstream takes in bridge mode. uvicorn writes the path with the query (its
+    ``get_path_with_query_string``); the path it starts with is percent-encoded, so its first ``?``
+    is where the query begins."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and len(record.args) == 5 and isinstance(record.args[2], str):
+            client, method, path, http_version, status = record.args
+            record.args = (client, method, path.partition("?")[0], http_version, status)
+        return True
+
+
+def hide_access_queries() -> None:
+    """Put :class:`AccessPath` on uvicorn's access logger (once), whoever configured its handlers."""
+    _add_once(logging.getLogger(ACCESS_LOGGER), AccessPath())
+
+
 def quiet_dropped_clients(mcp_path: str = "/mcp") -> None:
     """Put the filters that keep a dropped client to one INFO line on uvicorn's error logger and the
     MCP SDK's (once each)."""

@@ -78,7 +78,13 @@ def uvicorn_config(app: ASGIApp, settings: Settings, **options: Any) -> uvicorn.
     differ (address, logging)."""
     config = uvicorn.Config(
         app,
-        http=deadline_protocol(settings.header_timeout, settings.send_timeout),
+        http=deadline_protocol(
+            settings.header_timeout,
+            settings.send_timeout,
+            max_header_size=settings.max_header_size,
+            max_headers=settings.max_headers,
+            max_url_length=settings.max_url_length,
+        ),
         timeout_graceful_shutdown=settings.shutdown_grace + 5,
         lifespan="on",
         # X-Forwarded-For and -Proto are believed from these addresses only (the reverse proxy's).

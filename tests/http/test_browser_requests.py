@@ -5,6 +5,7 @@ stream sees nothing, and the next event is the one a real answer makes."""
 
 import contextlib
 import json
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -298,6 +299,30 @@ async def test_a_page_may_read_but_only_allowed_origins_see_the_answer(client):
         assert local.headers["access-control-allow-origin"] == "http://localhost:3000"
         mcp = await client.get("/mcp", headers={"Origin": EVIL, "Accept": "text/event-stream"})
         assert (mcp.status_code, mcp.json()["error"]) == (403, "cross_origin")
+
+
+@pytest.mark.parametrize("path", ["/mcp", "/gateway/mcp"])
+@pytest.mark.parametrize("method", ["GET", "POST", "DELETE"])
+async def test_in_bridge_mode_both_mcp_endpoints_refuse_other_origins_alike(make_server, path, method):
+    """``/mcp`` is OpenCode's there and ``/gateway/mcp`` the gateway's: a page on another origin reaches
+    neither, whatever the method; a tool reaches the gateway's."""
+    with socket.socket() as probe:  # an upstream that is not there: nothing must be forwarded anyway
+        probe.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    bridged = make_server(opencode_url=nowhere)
+    async with httpx.AsyncClient(base_url=bridged.url, timeout=10) as client:
+        for attack in (
+            {"Origin": EVIL},
+            {"Origin": EVIL, "Sec-Fetch-Site": "cross-site"},
+            {"Origin": "null"},
+        ):
+            body = json.dumps(MCP_CALL) if method == "POST" else None
+            headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+            refused = await client.request(method, path, content=body, headers={**headers, **attack})
+            assert (refused.status_code, refused.json()["error"]) == (403, "cross_origin"), attack
+        if path == "/gateway/mcp" and method == "POST":
+            listed = await client.post(path, json={**MCP_CALL, "method": "tools/list"}, headers=MCP_HEADERS)
+            assert listed.status_code == 200, listed.text
 
 
 async def test_behind_a_proxy_the_public_name_is_the_pages_origin(make_server):

@@ -23,6 +23,7 @@ from starlette.routing import Mount, Route
 from elicitation_gateway.stores.base import StoreUnavailable
 from tests.conftest import RunningServer
 from tests.helpers import until
+from tests.raw_http import head, raw_request
 
 PROTOCOL = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
 TEXT = PROTOCOL.read_text(encoding="utf-8")
@@ -372,6 +373,30 @@ async def _foreign_host(client: httpx.AsyncClient) -> list[httpx.Response]:
     ]
 
 
+async def _gets(client: httpx.AsyncClient, path: str) -> list[httpx.Response]:
+    return [await client.get(path)]
+
+
+async def _head_too_large(client: httpx.AsyncClient) -> list[httpx.Response]:
+    many = [(f"x-h{number}", "v") for number in range(100)]
+    return [
+        await client.get("/livez", headers=many),
+        await client.get("/livez", headers={"x-big": "v" * 70_000}),
+    ]
+
+
+async def _no_host(client: httpx.AsyncClient) -> list[httpx.Response]:
+    """Over a raw socket: httpx sends exactly one Host, always."""
+    responses = []
+    for hosts in ([], [(b"Host", b"127.0.0.1"), (b"Host", b"localhost")]):
+        port = client.base_url.port
+        assert port is not None
+        raw = await asyncio.to_thread(raw_request, port, head("GET", "/question", hosts))
+        request = httpx.Request("GET", client.base_url.join("/question"))
+        responses.append(httpx.Response(raw.status, headers=raw.headers, content=raw.body, request=request))
+    return responses
+
+
 async def _cross_origin(client: httpx.AsyncClient) -> list[httpx.Response]:
     request_id = await pending_id(client)
     page = {"Origin": "https://evil.example", "Content-Type": "text/plain"}
@@ -485,6 +510,9 @@ TRIGGERS: dict[tuple[Any, ...], Trigger] = {
     (500, "tool", "internal"): _internal,
     (503, "tool", "store_unavailable"): _store_unavailable,
     (421, "tool", "host_not_allowed"): one_server(_foreign_host),
+    (400, "tool", "invalid_host"): one_server(_no_host),
+    (414, "tool", "url_too_long"): one_server(lambda client: _gets(client, "/livez?pad=" + "p" * 8200)),
+    (431, "tool", "headers_too_large"): one_server(_head_too_large),
     (403, "tool", "cross_origin"): one_server(_cross_origin),
     (415, "tool", "unsupported_media_type"): post(
         "/elicit", content=json.dumps(FORM), headers={"Content-Type": "text/plain"}

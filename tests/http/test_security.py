@@ -234,7 +234,8 @@ async def test_malformed_authorization_is_401(secured, case, path):
 
 @pytest.mark.parametrize("case", MALFORMED_AUTH_TOKEN)
 async def test_a_malformed_auth_token_is_401(secured, case):
-    refused = raw_request(secured.port, head("GET", f"/event?auth_token={MALFORMED_AUTH_TOKEN[case]}", []))
+    path = f"/event?auth_token={MALFORMED_AUTH_TOKEN[case]}"
+    refused = raw_request(secured.port, head("GET", path, [(b"Host", b"127.0.0.1")]))
     assert refused.status == 401, refused
     assert json.loads(refused.body)["error"] == "unauthorized"
 

@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from elicitation_gateway.server.app import create_app
-from elicitation_gateway.server.bridge import Dispatch, Owner, owner
+from elicitation_gateway.server.bridge import BridgedRoutes, Dispatch, Owner, owner
 from elicitation_gateway.server.bridge.upstream import Upstream, forwarded_headers, returned_headers
 from elicitation_gateway.server.security import BrowserGuard
 from elicitation_gateway.settings import Settings
@@ -52,6 +52,28 @@ from elicitation_gateway.settings import Settings
 )
 def test_owner(method: str, path: str, expected: Owner):
     assert owner(method, path) is expected
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "checked"),
+    [
+        ("GET", "/gateway/mcp", True),  # as /mcp: every method
+        ("GET", "/gateway/mcp/x", True),
+        ("GET", "/mcp", True),
+        ("GET", "/gateway/question", False),  # reads elsewhere are answered, CORS keeps them
+        ("POST", "/gateway/elicitations", True),
+        ("GET", "/gatewaymcp", False),
+    ],
+)
+def test_the_browser_guard_judges_a_prefixed_path_as_the_route_it_reaches(method, path, checked):
+    assert BridgedRoutes().origin_checked(method, path) is checked
+
+
+def test_a_prefixed_path_has_the_role_and_body_of_the_route_it_reaches():
+    routes = BridgedRoutes()
+    assert routes.role_of("/gateway/elicitations/que_1") == "tool"
+    assert routes.role_of("/gateway/mcp") == "tool"
+    assert routes.body_rule("POST", "/gateway/elicit") == "json"
 
 
 def test_request_headers_cross_as_sent_but_hop_by_hop_ones():

@@ -20,6 +20,7 @@ from elicitation_gateway.server.logs import (
     CLIENT_GONE,
     UNFINISHED,
     AccessDuration,
+    AccessPath,
     AccessTiming,
     ClientGone,
     DeliberateEnds,
@@ -104,6 +105,25 @@ def test_an_access_line_has_its_parts_as_fields():
         "status": 200,
     }
     assert "duration_ms" not in entry  # only a request AccessTiming saw has one
+
+
+@pytest.mark.parametrize(
+    ("sent", "logged"),
+    [
+        ("/event?auth_token=b3BlbmNvZGU6cHc=", "/event"),
+        ("/question?directory=%2Fsrv&token=secret", "/question"),
+        ("/a%3Fb?c", "/a%3Fb"),  # a question mark in the path is percent-encoded: the query starts at "?"
+        ("/livez", "/livez"),
+    ],
+)
+def test_an_access_line_names_the_path_without_its_query(sent, logged):
+    made = record(ACCESS_LOGGER, ACCESS_FORMAT, ("127.0.0.1:5000", "GET", sent, "1.1", 200))
+    assert AccessPath().filter(made)
+    assert made.getMessage() == f'127.0.0.1:5000 - "GET {logged} HTTP/1.1" 200'
+    assert formatted(made)["path"] == logged
+    other = record(ACCESS_LOGGER, "%s", ("GET /x?auth_token=y",))
+    assert AccessPath().filter(other)
+    assert other.args == ("GET /x?auth_token=y",)  # a record of another shape is left as it is
 
 
 def test_an_access_record_of_another_shape_is_its_message_alone():

@@ -31,7 +31,7 @@ from elicitation_gateway.server.bridge import merged
 from elicitation_gateway.server.bridge.merged import OWN
 from elicitation_gateway.server.bridge.upstream import Upstream, UpstreamError, pass_through
 from elicitation_gateway.server.routes.table import ROUTES, Handler, Owner
-from elicitation_gateway.server.security import is_loopback
+from elicitation_gateway.server.security import BodyRule, Role, is_loopback
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores.base import StoreUnavailable
 
@@ -53,6 +53,27 @@ def owner(method: str, path: str) -> Owner:
     if path == PREFIX or path.startswith(PREFIX + "/"):
         return Owner.PREFIXED
     return ROUTES.owner(method, path)
+
+
+def own_path(path: str) -> str:
+    """The gateway's route a path reaches: under :data:`PREFIX`, the path without it."""
+    if path.startswith(PREFIX + "/"):
+        return path[len(PREFIX) :]
+    return path
+
+
+class BridgedRoutes:
+    """The route table as the checks outside :class:`Dispatch` (the browser guard) must read it: a path
+    under ``/gateway/`` is judged as the gateway's route it reaches (``/gateway/mcp`` as ``/mcp``)."""
+
+    def role_of(self, path: str) -> Role:
+        return ROUTES.role_of(own_path(path))
+
+    def body_rule(self, method: str, path: str) -> BodyRule | None:
+        return ROUTES.body_rule(method, own_path(path))
+
+    def origin_checked(self, method: str, path: str) -> bool:
+        return ROUTES.origin_checked(method, own_path(path))
 
 
 class Dispatch:
@@ -132,6 +153,11 @@ class Bridge:
 
     def middleware(self) -> Middleware:
         return Middleware(Dispatch, bridge=self)
+
+    @property
+    def routes(self) -> BridgedRoutes:
+        """What the layers outside its dispatch ask of a request's route."""
+        return BridgedRoutes()
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
