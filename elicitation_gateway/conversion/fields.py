@@ -7,6 +7,7 @@
 import math
 import re
 from datetime import date, datetime
+from fractions import Fraction
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -54,6 +55,8 @@ class Field(BaseModel):
     maximum: int | float | None = None
     exclusive_minimum: int | float | None = None
     exclusive_maximum: int | float | None = None
+    multiple_of: int | float | None = None
+    """Positive; an answer fits when ``value / multiple_of`` is a whole number (:func:`is_multiple`)."""
     min_length: int | None = None
     max_length: int | None = None
     format: str | None = None
@@ -120,6 +123,7 @@ def _integer(field: Field, value: Any) -> int:
             raise ValueProblem(f"{_number(value)} is not a whole number")
         value = int(value)
     _check_range(field, value)
+    _check_multiple(field, value)
     return value
 
 
@@ -133,6 +137,7 @@ def _number_value(field: Field, value: Any) -> float:
     if not math.isfinite(number):
         raise ValueProblem("expects a finite number")
     _check_range(field, number)
+    _check_multiple(field, number)
     return number
 
 
@@ -145,6 +150,41 @@ def _check_range(field: Field, value: float) -> None:
         raise ValueProblem(f"{_number(value)} must be greater than {_number(field.exclusive_minimum)}")
     if field.exclusive_maximum is not None and value >= field.exclusive_maximum:
         raise ValueProblem(f"{_number(value)} must be less than {_number(field.exclusive_maximum)}")
+
+
+def _check_multiple(field: Field, value: float) -> None:
+    step = field.multiple_of
+    if step is None or is_multiple(value, step):
+        return
+    if (Fraction(repr(value)) / Fraction(repr(step))).denominator == 1:  # a multiple as written, in decimal
+        raise ValueProblem(
+            f"{_number(value)} is not a multiple of {_number(step)} as the tool's validator computes it "
+            f"({_number(value)} / {_number(step)} = {value / step!r} in floating point), so the tool would "
+            "refuse it"
+        )
+    raise ValueProblem(f"{_number(value)} is not a multiple of {_number(step)}")
+
+
+MAX_QUOTIENT = 1e21
+"""Past this, JavaScript writes a number with an exponent, and ajv's ``parseInt`` check fails."""
+
+
+def is_multiple(value: float, step: float) -> bool:
+    """Whether ``value`` is a multiple of ``step`` as the tool's validator decides it.
+
+    Whole numbers are divided exactly. Otherwise the quotient is computed in floating point and must be
+    a whole number, as ajv (``value / step === parseInt(value / step)``) and Python's ``jsonschema``
+    check it: content the gateway accepts passes them, and the more tolerant validators (pydantic,
+    @cfworker/json-schema) too. So ``0.5`` is a multiple of ``0.25``, but ``0.3`` is not one of ``0.1``
+    (``0.3 / 0.1`` is ``2.9999999999999996``): a tool's validator would refuse it.
+    """
+    if isinstance(value, int) and isinstance(step, int):
+        return value % step == 0
+    try:
+        quotient = value / step
+    except OverflowError:  # a whole number too large for a float
+        return False
+    return math.isfinite(quotient) and quotient.is_integer() and abs(quotient) < MAX_QUOTIENT
 
 
 def _string(field: Field, value: Any) -> str:

@@ -1,21 +1,22 @@
-"""A string property's ``pattern``: an ECMA-262 regular expression, matched in linear time.
+"""A string property's ``pattern``: an ECMAScript regular expression, matched in linear time.
 
 Python's ``re`` backtracks: ``^(a+)+$`` against 27 characters holds the event loop for seconds. The
 gateway runs patterns with RE2 (``google-re2``), whose matching time grows with the text's length
 times the pattern's size, never exponentially, and bounds both: a pattern is compiled when it is asked
-(refused if it does not compile, needs backtracking, or is larger than ``MAX_PROGRAM_SIZE``), and
-answers are at most ``GATEWAY_MAX_TEXT_LENGTH`` characters.
+(refused if it is not valid ECMAScript, needs backtracking, or is larger than ``MAX_PROGRAM_SIZE``),
+and answers are at most ``GATEWAY_MAX_TEXT_LENGTH`` characters.
 
-The accepted subset of ECMA-262 is what RE2 runs: everything but backreferences (``\\1``,
-``\\k<name>``) and lookaround (``(?=``, ``(?!``, ``(?<=``, ``(?<!``). ``\\uXXXX`` and ``\\u{X…}``
-escapes are read as ECMA-262 reads them. Matching is a search (JSON Schema patterns are not
-anchored); ``$`` matches only at the end (as in ECMA-262, unlike ``re``); ``\\d``, ``\\w`` and ``\\b``
-are ASCII, as in ECMA-262; ``\\s`` is ASCII whitespace (ECMA-262 also counts Unicode spaces).
+A pattern means what it means to the tool's client, which validates with ``new RegExp(pattern, "u")``
+as JSON Schema says: :mod:`.ecma_regex` reads it by ECMAScript's grammar and writes an RE2 pattern
+of the same meaning (``\\s``, ``.``, ``$``, ``\\d``, ``\\w``, ``\\b``, ``[^]``, ``\\cA``, ``\\u{…}``,
+``\\p{…}`` as ECMAScript has them). Matching is a search: JSON Schema patterns are not anchored.
 """
 
-import re
+import functools
 
 import re2
+
+from elicitation_gateway.conversion.ecma_regex import RegexError, Shape, parse, shape, to_re2
 
 MAX_PATTERN_LENGTH = 1000
 """Characters of a pattern's source."""
@@ -25,15 +26,14 @@ milliseconds at most for the longest answer."""
 MAX_MEMORY = 1 << 20
 """Bytes RE2 may use for one compiled pattern."""
 
-_UNICODE_ESCAPE = re.compile(r"\\u\{([0-9A-Fa-f]{1,6})\}|\\u([0-9A-Fa-f]{4})|\\\\")
-_BACKTRACKING = (
-    (re.compile(r"\(\?<?[=!]"), "lookaround ((?=, (?!, (?<=, (?<!)"),
-    (re.compile(r"(?<!\\)(?:\\\\)*\\([1-9]|k<)"), "a backreference (\\1, \\k<name>)"),
-)
-
 
 class PatternError(ValueError):
-    """A pattern the gateway cannot run in bounded time; the message says why."""
+    """A pattern the gateway does not run; the message says why. ``invalid`` when it is not valid
+    ECMAScript at all (rather than valid, but beyond what runs in linear time)."""
+
+    def __init__(self, message: str, *, invalid: bool = False) -> None:
+        super().__init__(message)
+        self.invalid = invalid
 
 
 def _options() -> "re2.Options":
@@ -48,26 +48,12 @@ _OPTIONS = _options()
 
 def compile_pattern(source: str) -> "re2._Regexp":
     """The compiled pattern; raises :class:`PatternError` naming what makes it unusable."""
-    if len(source) > MAX_PATTERN_LENGTH:
-        raise PatternError(f"is {len(source)} characters long; at most {MAX_PATTERN_LENGTH} are allowed")
-    translated = _UNICODE_ESCAPE.sub(_rewrite_escape, source)
-    try:
-        compiled = re2.compile(translated, _OPTIONS)
-    except re2.error as error:
-        for found, what in _BACKTRACKING:
-            if found.search(source):
-                raise PatternError(
-                    f"uses {what}, which needs backtracking; the gateway matches patterns in linear "
-                    "time (RE2) and cannot run it"
-                ) from None
-        reason = error.args[0].decode() if error.args and isinstance(error.args[0], bytes) else str(error)
-        raise PatternError(f"is not a regular expression the gateway can run: {reason}") from None
-    if compiled.programsize > MAX_PROGRAM_SIZE:
-        raise PatternError(
-            f"is too large to match in bounded time ({compiled.programsize} steps once compiled; at most "
-            f"{MAX_PROGRAM_SIZE})"
-        )
-    return compiled
+    return _compiled(source)[0]
+
+
+def pattern_shape(source: str) -> Shape:
+    """What every match of the pattern has in common (whether there can be one at all, its lengths)."""
+    return _compiled(source)[1]
 
 
 def matches(source: str, text: str) -> bool:
@@ -75,7 +61,23 @@ def matches(source: str, text: str) -> bool:
     return compile_pattern(source).search(text) is not None
 
 
-def _rewrite_escape(found: re.Match[str]) -> str:
-    """ECMA-262's ``\\uXXXX`` and ``\\u{X…}`` as RE2's ``\\x{…}``; an escaped backslash stays as it is."""
-    digits = found.group(1) or found.group(2)
-    return found.group(0) if digits is None else "\\x{" + digits + "}"
+@functools.lru_cache(maxsize=512)
+def _compiled(source: str) -> tuple["re2._Regexp", Shape]:
+    """Cached: every answer to a question is matched against the same pattern."""
+    if len(source) > MAX_PATTERN_LENGTH:
+        raise PatternError(f"is {len(source)} characters long; at most {MAX_PATTERN_LENGTH} are allowed")
+    try:
+        tree = parse(source)
+    except RegexError as error:
+        raise PatternError(str(error), invalid=error.invalid) from None
+    try:
+        compiled = re2.compile(to_re2(tree), _OPTIONS)
+    except re2.error as error:
+        reason = error.args[0].decode() if error.args and isinstance(error.args[0], bytes) else str(error)
+        raise PatternError(f"is too large to match in bounded time (RE2: {reason})") from None
+    if compiled.programsize > MAX_PROGRAM_SIZE:
+        raise PatternError(
+            f"is too large to match in bounded time ({compiled.programsize} steps once compiled; at most "
+            f"{MAX_PROGRAM_SIZE})"
+        )
+    return compiled, shape(tree)

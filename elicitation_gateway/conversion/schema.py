@@ -7,6 +7,7 @@ person sees (``questions``, OpenCode's ``QuestionInfo``) and what the answers ar
 
 import math
 import re
+from fractions import Fraction
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -21,7 +22,7 @@ from elicitation_gateway.conversion.fields import (
     check_value,
     describe_value,
 )
-from elicitation_gateway.conversion.patterns import PatternError, compile_pattern
+from elicitation_gateway.conversion.patterns import PatternError, compile_pattern, pattern_shape
 from elicitation_gateway.encoding import InvalidText, check_text, shown, valid_text
 from elicitation_gateway.models import QuestionInfo, QuestionOption
 
@@ -293,9 +294,11 @@ def _parse_property(key: str, prop: Any, *, required: bool, where: str) -> Field
 
     if "enum" in prop:
         options = _enum_options(prop, where)
+        _check_options_fit(options, prop, where)
         field = Field(kind="choice", options=options, **base)
     elif (consts := _const_entries(prop)) is not None:
         options = _const_options(consts, prop, f"{where}.oneOf")
+        _check_options_fit(options, prop, where)
         field = Field(kind="choice", options=options, **base)
     elif prop.get("type") == "array" and _choice_items(prop.get("items")):
         items = prop["items"]
@@ -304,6 +307,7 @@ def _parse_property(key: str, prop: Any, *, required: bool, where: str) -> Field
         else:
             entries = _const_entries(items) or []
             options = _const_options(entries, items, f"{where}.items.anyOf", extra_descriptions=prop)
+        _check_options_fit(options, items, f"{where}.items")
         min_items = _count(prop, "minItems", where)
         max_items = _count(prop, "maxItems", where)
         if min_items is not None and max_items is not None and min_items > max_items:
@@ -318,20 +322,11 @@ def _parse_property(key: str, prop: Any, *, required: bool, where: str) -> Field
         field = Field(kind="boolean", **base)
     elif prop.get("type") in ("integer", "number"):
         bounds = {name: _bound(prop, alias, where) for name, alias in _BOUNDS}
-        field = Field(kind=prop["type"], **bounds, **base)
+        multiple_of = _multiple_of(prop, where)
+        field = Field(kind=prop["type"], **bounds, multiple_of=multiple_of, **base)
         _check_range_satisfiable(field, where)
     elif prop.get("type") == "string":
-        min_length = _count(prop, "minLength", where)
-        max_length = _count(prop, "maxLength", where)
-        if min_length is not None and max_length is not None and min_length > max_length:
-            raise SchemaError(f"{where}.minLength is larger than its maxLength")
-        fmt = prop.get("format")
-        fmt = fmt if isinstance(fmt, str) and fmt in STRING_FORMATS else None
-        pattern = _pattern(prop.get("pattern"), where)
-        field = Field(
-            kind="string", min_length=min_length, max_length=max_length, format=fmt, pattern=pattern, **base
-        )
-        _check_format_length(field, where)
+        field = _string_field(prop, base, where)
     elif prop.get("type") in ("object", "array"):
         # MCP's requested schemas are flat: a nested object (or a list of anything but choices) has no
         # question that could give the tool the value it names, so it is refused, not asked as text.
@@ -348,6 +343,50 @@ def _parse_property(key: str, prop: Any, *, required: bool, where: str) -> Field
         if default is not None:
             field = field.model_copy(update={"has_default": True, "default": default})
     return field
+
+
+def _string_field(prop: dict, base: dict[str, Any], where: str) -> Field:
+    """A string property's checks, refused when no text can pass them all."""
+    min_length = _count(prop, "minLength", where)
+    max_length = _count(prop, "maxLength", where)
+    if min_length is not None and max_length is not None and min_length > max_length:
+        raise SchemaError(f"{where}.minLength is larger than its maxLength")
+    fmt = prop.get("format")
+    fmt = fmt if isinstance(fmt, str) and fmt in STRING_FORMATS else None
+    pattern = _pattern(prop.get("pattern"), where)
+    field = Field(
+        kind="string", min_length=min_length, max_length=max_length, format=fmt, pattern=pattern, **base
+    )
+    _check_format_length(field, where)
+    _check_pattern_satisfiable(field, where)
+    return field
+
+
+_STRING_CHECKS = ("minLength", "maxLength", "format", "pattern")
+
+
+def _check_options_fit(options: tuple[Option, ...], schema: dict, where: str) -> None:
+    """Choices are strings, and the tool's client holds the chosen one against the rest of the schema
+    too (its ``type``, ``pattern``, lengths, ``format``): a choice that fails them is refused when asked,
+    not when the person picks it."""
+    kind = schema.get("type")
+    if kind is not None and "string" not in (kind if isinstance(kind, list) else [kind]):
+        raise SchemaError(
+            f"{where}: no answer can satisfy it: its choices are strings, and its type is {shown(str(kind))}"
+        )
+    if not any(name in schema for name in _STRING_CHECKS):
+        return
+    checks = _string_field(schema, {"key": "choice"}, where)
+    for option in options:
+        try:
+            check_value(checks, option.value)
+        except ValueProblem as problem:
+            text = str(problem)
+            subject = "" if text.startswith("'") else f"{shown(option.value)!r} "
+            raise SchemaError(
+                f"{where}: the choice {shown(option.value)!r} fails the property's own checks "
+                f"({subject}{text}): the tool would refuse it"
+            ) from None
 
 
 _BOUNDS = (
@@ -383,6 +422,27 @@ def _check_range_satisfiable(field: Field, where: str) -> None:
             raise SchemaError(f"{where}: no answer can satisfy it: there is no whole number in its range")
     elif low > high or (low == high and (low_open or high_open)):
         raise SchemaError(f"{where}: no answer can satisfy it: there is no number in its range")
+    if field.multiple_of is not None and not _has_multiple(field.kind, field.multiple_of, low, high):
+        raise SchemaError(
+            f"{where}: no answer can satisfy it: there is no multiple of {field.multiple_of} in its range"
+        )
+
+
+_SLACK = Fraction(1, 10**9)
+"""How far, in steps, a bound may lie from a multiple and still be taken to reach it: floating point
+division (as validators check ``multipleOf``) may round a number near a multiple onto it."""
+
+
+def _has_multiple(kind: str, step: float, low: float, high: float) -> bool:
+    """Whether some multiple of ``step`` lies in ``[low, high]`` (exclusive bounds taken as inclusive,
+    and for integers only whole steps checked: it refuses only what surely has none)."""
+    exact = Fraction(step)
+    if kind == "integer":
+        if exact.denominator != 1:
+            return True
+        whole = exact.numerator
+        return -(-math.ceil(low) // whole) <= math.floor(high) // whole
+    return math.ceil(Fraction(low) / exact - _SLACK) <= math.floor(Fraction(high) / exact + _SLACK)
 
 
 def _tighter(inclusive: float | None, exclusive: float | None, pick: Any) -> tuple[float, bool] | None:
@@ -414,6 +474,32 @@ def _check_format_length(field: Field, where: str) -> None:
         raise SchemaError(
             f"{where}: no answer can satisfy it: {STRING_FORMATS[field.format]} has at most {longest} "
             f"characters, and minLength is {field.min_length}"
+        )
+
+
+def _check_pattern_satisfiable(field: Field, where: str) -> None:
+    """A pattern no text matches, or whose matches cannot have a length the property allows."""
+    if field.pattern is None:
+        return
+    found = pattern_shape(field.pattern)
+    no_answer = f"{where}: no answer can satisfy it: its pattern {shown(field.pattern)!r}"
+    if not found.matchable:
+        raise SchemaError(f"{no_answer} can match nothing")
+    shortest, longest = field.min_length or 0, field.max_length
+    if field.format is not None:
+        format_shortest, format_longest = FORMAT_LENGTHS[field.format]
+        shortest = max(shortest, format_shortest)
+        if format_longest is not None:
+            longest = format_longest if longest is None else min(longest, format_longest)
+    if longest is not None and found.min_length > longest:
+        raise SchemaError(
+            f"{no_answer} needs at least {found.min_length} characters, and the answer may have at most "
+            f"{longest}"
+        )
+    if found.whole and found.max_length is not None and found.max_length < shortest:
+        raise SchemaError(
+            f"{no_answer} matches whole answers of at most {found.max_length} characters, and the answer "
+            f"needs at least {shortest}"
         )
 
 
@@ -536,6 +622,13 @@ def _bound(prop: dict, name: str, where: str) -> float | None:
     return value
 
 
+def _multiple_of(prop: dict, where: str) -> float | None:
+    value = _bound(prop, "multipleOf", where)
+    if value is not None and value <= 0:
+        raise SchemaError(f"{where}.multipleOf must be a number greater than 0, not {value}")
+    return value
+
+
 def _finite(value: float) -> bool:
     try:
         return math.isfinite(value)
@@ -596,7 +689,10 @@ def hints(field: Field) -> list[str]:
     hints: list[str] = []
     if field.kind in ("integer", "number"):
         what = "a whole number" if field.kind == "integer" else "a number"
-        hints.append(" ".join([what, *_range_words(field)]))
+        words = " ".join([what, *_range_words(field)])
+        if field.multiple_of is not None:
+            words += f", a multiple of {_num(field.multiple_of)}"
+        hints.append(words)
     elif field.kind == "string":
         if field.format:
             hints.append(STRING_FORMATS[field.format])
@@ -619,10 +715,12 @@ def hints(field: Field) -> list[str]:
     return hints
 
 
-def _range_words(field: Field) -> list[str]:
-    def num(value: float) -> str:
-        return str(int(value)) if float(value).is_integer() else str(value)
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
 
+
+def _range_words(field: Field) -> list[str]:
+    num = _num
     if field.minimum is not None and field.maximum is not None:
         return [f"from {num(field.minimum)} to {num(field.maximum)}"]
     words = []

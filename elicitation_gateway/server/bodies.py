@@ -137,6 +137,7 @@ class FormField(Body):
     maximum: int | float | None = None
     exclusive_minimum: int | float | None = None
     exclusive_maximum: int | float | None = None
+    multiple_of: int | float | None = None
     min_length: int | None = None
     max_length: int | None = None
     format: str | None = None

@@ -31,7 +31,7 @@ TOKEN, PASSWORD = "tool-secret", "answerer-secret"
 EVERY_CHECK_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "count": {"type": "integer", "minimum": 1, "maximum": 9, "default": 3},
+        "count": {"type": "integer", "minimum": 1, "maximum": 9, "multipleOf": 3, "default": 3},
         "ratio": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
         "code": {"type": "string", "minLength": 2, "maxLength": 8, "pattern": "^[a-z]+$"},
         "email": {"type": "string", "format": "email"},

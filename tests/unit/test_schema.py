@@ -649,6 +649,17 @@ UNANSWERABLE = {
     "date-time-too-short": {"type": "string", "format": "date-time", "maxLength": 10},
     "email-too-short": {"type": "string", "format": "email", "maxLength": 4},
     "uri-too-short": {"type": "string", "format": "uri", "maxLength": 2},
+    "pattern-empty-class": {"type": "string", "pattern": "[]"},
+    "pattern-negated-everything": {"type": "string", "pattern": r"^[^\s\S]+x"},
+    "pattern-start-after-a-character": {"type": "string", "pattern": "a^"},
+    "pattern-every-branch-impossible": {"type": "string", "pattern": "(?:$a|b[])"},
+    "pattern-longer-than-max-length": {"type": "string", "pattern": "abc", "maxLength": 2},
+    "pattern-whole-shorter-than-min-length": {"type": "string", "pattern": "^(?:ab|c)$", "minLength": 3},
+    "pattern-longer-than-a-date": {"type": "string", "format": "date", "pattern": "[0-9]{11}"},
+    "pattern-shorter-than-a-date-time": {"type": "string", "format": "date-time", "pattern": "^.{0,19}$"},
+    "multiple-with-no-integer-in-range": {"type": "integer", "minimum": 6, "maximum": 9, "multipleOf": 5},
+    "multiple-with-no-number-in-range": {"type": "number", "minimum": 0.1, "maximum": 0.2, "multipleOf": 0.5},
+    "choices-of-a-number-type": {"type": "number", "enum": ["1"]},
 }
 
 ANSWERABLE_EDGES = {
@@ -659,6 +670,19 @@ ANSWERABLE_EDGES = {
     "all-options": {"type": "array", "items": {"enum": ["a", "b"]}, "minItems": 2},
     "date-exactly": {"type": "string", "format": "date", "minLength": 10, "maxLength": 10},
     "email-shortest": {"type": "string", "format": "email", "maxLength": 5},
+    "pattern-as-long-as-allowed": {"type": "string", "pattern": "abc", "maxLength": 3},
+    "pattern-whole-as-long-as-needed": {"type": "string", "pattern": "^(?:ab|cde)$", "minLength": 3},
+    "pattern-unanchored-longer-text": {"type": "string", "pattern": "^ab", "minLength": 30},
+    "pattern-one-branch-possible": {"type": "string", "pattern": "$a|b"},
+    "pattern-star-of-nothing": {"type": "string", "pattern": "^[]*$"},
+    "multiple-at-the-bounds": {"type": "number", "minimum": 0.25, "maximum": 0.25, "multipleOf": 0.25},
+    "multiple-in-an-exclusive-range": {
+        "type": "integer",
+        "exclusiveMinimum": 4,
+        "maximum": 5,
+        "multipleOf": 5,
+    },
+    "choices-of-a-nullable-string": {"type": ["string", "null"], "enum": ["a"], "pattern": "^a$"},
 }
 
 
@@ -667,6 +691,29 @@ def test_questions_no_answer_can_satisfy_are_refused(prop: dict[str, Any]) -> No
     error = schema_error(obj({"k": prop}))
     assert error.code == "invalid_schema"
     assert "requestedSchema.properties.k: no answer can satisfy it" in error.message
+
+
+@pytest.mark.parametrize(
+    ("prop", "says"),
+    [
+        ({"type": "string", "minLength": 3, "maxLength": 2}, "minLength is larger than its maxLength"),
+        ({"type": "array", "items": {"enum": ["a"]}, "minItems": 2, "maxItems": 1}, "minItems is larger"),
+        ({"type": "string", "enum": ["ab", "abc"], "minLength": 3}, "the choice 'ab' fails"),
+        ({"type": "string", "enum": ["x"], "pattern": "^y"}, "'x' does not match the pattern ^y"),
+        (
+            {"type": "string", "oneOf": [{"const": "2024-01-31"}, {"const": "soon"}], "format": "date"},
+            "'soon'",
+        ),
+        ({"type": "array", "items": {"enum": ["a", "bb"], "maxLength": 1}}, "k.items: the choice 'bb'"),
+        ({"type": "number", "multipleOf": 0}, "multipleOf must be a number greater than 0"),
+        ({"type": "number", "multipleOf": float("inf")}, "multipleOf must be a finite number"),
+    ],
+)
+def test_contradictory_constraints_are_refused(prop: dict[str, Any], says: str) -> None:
+    error = schema_error(obj({"k": prop}))
+    assert error.code == "invalid_schema"
+    assert "requestedSchema.properties.k" in error.message
+    assert says in error.message
 
 
 @pytest.mark.parametrize("prop", list(ANSWERABLE_EDGES.values()), ids=list(ANSWERABLE_EDGES))
@@ -682,9 +729,16 @@ def test_required_must_name_properties_that_exist() -> None:
 
 @pytest.mark.parametrize(
     ("pattern", "says"),
-    [("(a)\\1", "backreference"), ("x(?=y)", "lookaround"), ("(", "not a regular expression")],
+    [
+        ("(a)\\1", "backreference"),
+        ("x(?=y)", "lookaround"),
+        ("(", "is not valid ECMAScript"),
+        ("(?i)x", "is not valid ECMAScript"),
+    ],
 )
-def test_patterns_that_cannot_run_in_linear_time_are_refused(pattern: str, says: str) -> None:
+def test_patterns_that_are_not_ecmascript_or_cannot_run_in_linear_time_are_refused(
+    pattern: str, says: str
+) -> None:
     error = schema_error(obj({"code": {"type": "string", "pattern": pattern}}))
     assert error.code == "invalid_schema"
     assert "requestedSchema.properties.code.pattern" in error.message

@@ -550,6 +550,7 @@
       range.push(`greater than ${field.exclusiveMinimum}`);
     }
     if (field.exclusiveMaximum !== undefined) range.push(`less than ${field.exclusiveMaximum}`);
+    if (field.multipleOf !== undefined) range.push(`a multiple of ${field.multipleOf}`);
     setHint(hint, [whole ? "A whole number" : "A number", range.join(", ")].filter(Boolean).join(" "));
     return input;
   }
