@@ -78,4 +78,4 @@ def test_a_default_that_is_not_a_multiple_is_ignored() -> None:
         {"type": "object", "properties": {"x": {"type": "integer", "multipleOf": 5, "default": 10}}}
     )
     assert form.fields[0].default == 10
-    assert form.questions[0].question == "x (a whole number, a multiple of 5; default: 10)"
+    assert form.questions[0].question == "X (a whole number, a multiple of 5; default: 10)"
