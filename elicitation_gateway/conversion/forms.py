@@ -11,25 +11,91 @@ import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from sys import getsizeof
 from typing import Any
 
 from elicitation_gateway.conversion.schema import Form, build_form, with_message
+from elicitation_gateway.models import QuestionInfo
+from elicitation_gateway.sizes import held
 
-BYTES_PER_QUESTION = 2600
-BYTES_PER_OPTION = 550
-"""What a question and an option hold in memory besides their text (the models, their fields, the
-encodings kept with them), measured with tracemalloc on CPython 3.11 (see ``tests/unit/test_forms.py``)."""
+FORM_BYTES = 400
+"""A form's own objects besides its questions: the model, its dict and its two tuples."""
+QUESTION_BYTES = 264
+"""A question as shown: the model and its dict (its options' list is counted by its size)."""
+ENCODED_BYTES = 88
+"""What keeping a question's encoding adds to its dict, besides the encoding."""
+OPTION_BYTES = 264
+"""An option as checked (value, label, description), or as shown (label, description): the model and
+its dict, made with a shared set of names."""
+SLOT = 8
+"""A reference in a tuple or list."""
+_SHARED = "_shared_bytes"
+"""Where a form keeps :func:`shared_footprint` once counted (not a field: never stored or compared)."""
 
 
 def footprint(form: Form) -> int:
-    """About how many bytes of memory ``form`` holds: a cost per question and per option, and its texts,
-    counted twice (in the models, and in the JSON encoded from them)."""
-    size = 0
-    for field, question, text in zip(form.fields, form.questions, form.texts, strict=True):
-        size += BYTES_PER_QUESTION + 2 * (len(question.question) + len(question.header) + len(text))
-        for option in field.options:
-            size += BYTES_PER_OPTION + 2 * (len(option.value) + len(option.label) + len(option.description))
+    """The bytes ``form`` holds, all of it: what the form cache counts it, and what a question whose form
+    is its own holds."""
+    return FORM_BYTES + 2 * SLOT * len(form.questions) + first_question_bytes(form) + shared_footprint(form)
+
+
+def first_question_bytes(form: Form) -> int:
+    """What ``form``'s first question holds besides its options and header: an ask with a message makes
+    it anew (:func:`.schema.with_message`), and shares the rest of its schema's form."""
+    first = form.questions[0]
+    encoded = first.__dict__.get("_wire_json")
+    return QUESTION_BYTES + held(first.question) + (0 if encoded is None else ENCODED_BYTES + held(encoded))
+
+
+def shared_footprint(form: Form) -> int:
+    """What ``form`` holds that the forms of every ask of its schema share (all but its own objects and
+    its first question's text): counted once a form, by strings' real sizes."""
+    size = form.__dict__.get(_SHARED)
+    if size is None:
+        size = form.__dict__[_SHARED] = _shared_bytes(form)
     return size
+
+
+def _shared_bytes(form: Form) -> int:
+    size = 0
+    parts = zip(form.fields, form.questions, form.texts, strict=True)
+    for index, (field, question, text) in enumerate(parts):
+        # a field is validated: its dict and its own set of the names set (by its kind: 200 to 700 bytes)
+        size += getsizeof(field) + getsizeof(field.__dict__) + getsizeof(field.__pydantic_fields_set__)
+        size += getsizeof(field.options) + getsizeof(question.options) + SLOT  # and a slot in texts
+        size += held(field.key) + held(question.header) + (0 if text is question.question else held(text))
+        if field.pattern is not None:
+            size += held(field.pattern)
+        if index:  # the first question's own parts are each ask's (first_question_bytes)
+            size += QUESTION_BYTES + held(question.question)
+            if (encoded := question.__dict__.get("_wire_json")) is not None:
+                size += ENCODED_BYTES + held(encoded)
+        size += OPTION_BYTES * (len(field.options) + len(question.options))
+        for option in field.options:
+            size += held(option.value)
+            if option.label is not option.value:
+                size += held(option.label)
+            if option.description:
+                size += held(option.description)
+    return size
+
+
+def questions_footprint(questions: list[QuestionInfo]) -> int:
+    """What questions of their own hold (a request read back from a store, not sharing its form's)."""
+    size = SLOT * len(questions)
+    for question in questions:
+        size += QUESTION_BYTES + held(question.question) + held(question.header) + getsizeof(question.options)
+        size += OPTION_BYTES * len(question.options)
+        for option in question.options:
+            size += held(option.label) + (held(option.description) if option.description else 0)
+    return size
+
+
+def inherit_footprint(derived: Form, plain: Form) -> Form:
+    """``derived`` (of ``plain`` and a message) shares what ``plain`` holds: it is counted once."""
+    if derived is not plain:
+        derived.__dict__[_SHARED] = shared_footprint(plain)
+    return derived
 
 
 @dataclass(frozen=True)
@@ -76,7 +142,7 @@ class FormCache:
             self._keep(key, plain)
         else:
             plain = cached[0]
-        return with_message(plain, message, self.limits.max_text_length)
+        return inherit_footprint(with_message(plain, message, self.limits.max_text_length), plain)
 
     def convert(self, schema: Any, message: str) -> Form:
         limits = self.limits
@@ -91,11 +157,11 @@ class FormCache:
         )
 
     def _keep(self, key: str, form: Form) -> None:
-        size = footprint(form) + len(key)
-        if size > self.max_bytes // 8:
-            return
         for question in form.questions:  # shared by every request that asks this schema
             question.shared()
+        size = footprint(form) + held(key)
+        if size > self.max_bytes // 8:
+            return
         with self._lock:
             if key in self._forms:
                 return
