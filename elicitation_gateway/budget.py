@@ -30,8 +30,10 @@ from elicitation_gateway.conversion.forms import (
     questions_footprint,
     shared_footprint,
 )
-from elicitation_gateway.records import Record
-from elicitation_gateway.sizes import BYTES_HEAD, held, utf8_length
+from elicitation_gateway.conversion.schema import _FORM_FIELDS
+from elicitation_gateway.models import _REQUEST_FIELDS
+from elicitation_gateway.records import _NEW_RECORD_FIELDS, Record
+from elicitation_gateway.sizes import BYTES_HEAD, held, names_held, utf8_length
 
 RECORD_BYTES = 1200
 """What a pending question holds besides its texts, its JSON and its form, measured with tracemalloc:
@@ -63,14 +65,9 @@ def charge(record: Record) -> Charge:
     form, request = record.form, record.request
     wire = request.wire_json
     frames = 2 * (BYTES_HEAD + FRAME_BYTES + utf8_length(wire))
-    own = (
-        RECORD_BYTES
-        + FORM_BYTES
-        + 3 * SLOT * len(form.questions)
-        + held(record.message)
-        + held(wire)
-        + frames
-    )
+    own = RECORD_BYTES + FORM_BYTES + 3 * SLOT * len(form.questions) + held(record.message) + held(wire)
+    own += frames + names_held(record, _NEW_RECORD_FIELDS) + names_held(request, _REQUEST_FIELDS)
+    own += names_held(form, _FORM_FIELDS)
     if form.questions:
         own += first_question_bytes(form)
     if record.directory is not None:

@@ -8,6 +8,7 @@ is counted by ``len``.
 """
 
 import sys
+from typing import Any
 
 BYTES_HEAD = sys.getsizeof(b"")
 """What a ``bytes`` object holds besides its bytes."""
@@ -24,3 +25,11 @@ def utf8_length(text: str) -> int:
     if text.isascii():
         return len(text)
     return len(text.encode("utf-8", "surrogatepass"))
+
+
+def names_held(model: Any, shared: set[str]) -> int:
+    """What a pydantic model's set of the names of its fields set holds: nothing when it is ``shared``
+    (made of checked parts, :meth:`~pydantic.BaseModel.model_construct`), a set of its own when
+    validated (read back from a store)."""
+    names = model.__pydantic_fields_set__
+    return 0 if names is shared else sys.getsizeof(names)

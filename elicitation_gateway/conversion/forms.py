@@ -14,9 +14,19 @@ from dataclasses import dataclass
 from sys import getsizeof
 from typing import Any
 
-from elicitation_gateway.conversion.schema import Form, build_form, with_message
+from elicitation_gateway.conversion.fields import Option
+from elicitation_gateway.conversion.schema import (
+    _BOOLEAN_OPTIONS,
+    _FORM_FIELDS,
+    _OPTION_FIELDS,
+    _QUESTION_FIELDS,
+    _QUESTION_OPTION_FIELDS,
+    Form,
+    build_form,
+    with_message,
+)
 from elicitation_gateway.models import QuestionInfo
-from elicitation_gateway.sizes import held
+from elicitation_gateway.sizes import held, names_held
 
 FORM_BYTES = 400
 """A form's own objects besides its questions: the model, its dict and its two tuples."""
@@ -36,15 +46,14 @@ _SHARED = "_shared_bytes"
 def footprint(form: Form) -> int:
     """The bytes ``form`` holds, all of it: what the form cache counts it, and what a question whose form
     is its own holds."""
-    return FORM_BYTES + 2 * SLOT * len(form.questions) + first_question_bytes(form) + shared_footprint(form)
+    size = FORM_BYTES + names_held(form, _FORM_FIELDS) + 2 * SLOT * len(form.questions)
+    return size + first_question_bytes(form) + shared_footprint(form)
 
 
 def first_question_bytes(form: Form) -> int:
     """What ``form``'s first question holds besides its options and header: an ask with a message makes
     it anew (:func:`.schema.with_message`), and shares the rest of its schema's form."""
-    first = form.questions[0]
-    encoded = first.__dict__.get("_wire_json")
-    return QUESTION_BYTES + held(first.question) + (0 if encoded is None else ENCODED_BYTES + held(encoded))
+    return _question_bytes(form.questions[0])
 
 
 def shared_footprint(form: Form) -> int:
@@ -62,15 +71,15 @@ def _shared_bytes(form: Form) -> int:
     for index, (field, question, text) in enumerate(parts):
         # a field is validated: its dict and its own set of the names set (by its kind: 200 to 700 bytes)
         size += getsizeof(field) + getsizeof(field.__dict__) + getsizeof(field.__pydantic_fields_set__)
-        size += getsizeof(field.options) + getsizeof(question.options) + SLOT  # and a slot in texts
-        size += held(field.key) + held(question.header) + (0 if text is question.question else held(text))
+        size += getsizeof(field.options) + SLOT + held(field.key)  # and its slot in ``texts``
+        size += 0 if text is question.question else held(text)
         if field.pattern is not None:
             size += held(field.pattern)
-        if index:  # the first question's own parts are each ask's (first_question_bytes)
-            size += QUESTION_BYTES + held(question.question)
-            if (encoded := question.__dict__.get("_wire_json")) is not None:
-                size += ENCODED_BYTES + held(encoded)
-        size += OPTION_BYTES * (len(field.options) + len(question.options))
+        if index:  # the first question itself is each ask's own (first_question_bytes)
+            size += _question_bytes(question)
+        size += _options_bytes(question, field.options)
+        if field.options:
+            size += len(field.options) * (OPTION_BYTES + names_held(field.options[0], _OPTION_FIELDS))
         for option in field.options:
             size += held(option.value)
             if option.label is not option.value:
@@ -80,15 +89,33 @@ def _shared_bytes(form: Form) -> int:
     return size
 
 
+def _question_bytes(question: QuestionInfo) -> int:
+    """A question's model and text, and its encoding when kept (not its header and options)."""
+    size = QUESTION_BYTES + names_held(question, _QUESTION_FIELDS) + held(question.question)
+    if (encoded := question.__dict__.get("_wire_json")) is not None:
+        size += ENCODED_BYTES + held(encoded)
+    return size
+
+
+def _options_bytes(question: QuestionInfo, checked: tuple[Option, ...] = ()) -> int:
+    """A question's header and options as shown: their models and what text is not ``checked``'s."""
+    shown = question.options
+    size = held(question.header) + getsizeof(shown)
+    if not shown or shown[0] is _BOOLEAN_OPTIONS[0]:  # Yes and No: the same two for every question
+        return size
+    size += len(shown) * (OPTION_BYTES + names_held(shown[0], _QUESTION_OPTION_FIELDS))
+    for index, option in enumerate(shown):
+        same = checked[index] if index < len(checked) else None
+        if same is None or option.label is not same.label:
+            size += held(option.label)
+        if option.description and (same is None or option.description is not same.description):
+            size += held(option.description)
+    return size
+
+
 def questions_footprint(questions: list[QuestionInfo]) -> int:
     """What questions of their own hold (a request read back from a store, not sharing its form's)."""
-    size = SLOT * len(questions)
-    for question in questions:
-        size += QUESTION_BYTES + held(question.question) + held(question.header) + getsizeof(question.options)
-        size += OPTION_BYTES * len(question.options)
-        for option in question.options:
-            size += held(option.label) + (held(option.description) if option.description else 0)
-    return size
+    return getsizeof(questions) + sum(_question_bytes(q) + _options_bytes(q) for q in questions)
 
 
 def inherit_footprint(derived: Form, plain: Form) -> Form:

@@ -123,6 +123,48 @@ async def test_the_charge_of_a_large_form_is_what_it_holds(tmp_path, kind):
     assert 0.75 <= charged / held <= 1.25, f"charged {charged:.0f} bytes, held {held:.0f}"
 
 
+@pytest.mark.parametrize("kind", ["ascii", "emoji"])
+@pytest.mark.parametrize("shape", ["small", "10 x 20"])
+async def test_questions_read_back_from_a_store_are_charged_their_own_copies(tmp_path, shape, kind):
+    """A SQLite gateway restarted reads its pending questions back from the file (as a Redis replica
+    reads another's): each has validated models and strings of its own, nothing shared."""
+    make, count = SHAPES[shape]
+    word = WORDS[kind]
+    settings = settings_for_tests(
+        store=f"sqlite:///{tmp_path / 'restart.db'}",
+        history_size=1,
+        max_pending_bytes=1 << 40,
+        max_pending_bytes_per_session=1 << 40,
+    )
+    first = Gateway(settings)
+    await first.start()
+    for number in range(count):
+        await first.ask(f"{word} {number}", make(word, "one"), AskOptions(session_id="ses_budget"))
+    asked = first.pending_bytes.total
+    await first.shutdown()  # a graceful stop leaves them pending in the file
+    del first
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        again = Gateway(settings)
+        await again.start()
+        answerer = await again.subscribe()
+        for event in answerer.backlog:
+            event.frame()
+            event.global_frame(settings.directory)
+        again.unsubscribe(answerer)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    try:
+        assert again.pending_bytes.total > asked  # copies, where the first shared one form
+        assert 0.75 <= again.pending_bytes.total / held <= 1.25, (again.pending_bytes.total, held)
+    finally:
+        await again.shutdown()
+
+
 def record_of(schema: dict[str, Any], number: int = 0, session: str = "ses_1") -> Record:
     form = build_form(schema, "Please answer")
     request = QuestionRequest.new(f"que_{number}", session, list(form.questions), None)
