@@ -23,7 +23,7 @@ to_json = dumps
 class Event:
     """One event. ``replayable`` ones (``question.*`` from the history) carry an ``id:`` line."""
 
-    __slots__ = ("_frames", "_properties", "_properties_json", "directory", "id", "replayable", "type")
+    __slots__ = ("_frames", "_id", "_properties", "_properties_json", "directory", "replayable", "type")
 
     def __init__(
         self,
@@ -35,7 +35,9 @@ class Event:
         id: str | None = None,
         properties_json: str | None = None,
     ) -> None:
-        self.id = id or ids.event_id()
+        self._id = id or (ids.event_id() if replayable else None)
+        """Made when first needed for an event not replayed (a pending question's announcement, held
+        while it is pending: most are never sent)."""
         self.type = type
         self._properties = properties
         self.directory = directory
@@ -43,7 +45,13 @@ class Event:
         self._properties_json = properties_json
         """``properties`` already encoded (a pending question's, encoded once): spliced into frames as
         is, and decoded only if someone asks for ``properties``."""
-        self._frames: dict[str | None, bytes] = {}
+        self._frames: dict[str | None, bytes] | None = None  # made with the first frame
+
+    @property
+    def id(self) -> str:
+        if self._id is None:
+            self._id = ids.event_id()
+        return self._id
 
     @property
     def properties(self) -> dict[str, Any]:
@@ -84,10 +92,13 @@ class Event:
         return head + ',"properties":' + self.properties_json() + "}"
 
     def _frame(self, key: str | None, data: Callable[[], str]) -> bytes:
-        frame = self._frames.get(key)
+        frames = self._frames
+        if frames is None:
+            frames = self._frames = {}
+        frame = frames.get(key)
         if frame is None:
             frame = sse_frame(data(), self.id if self.replayable else None)
-            self._frames[key] = frame
+            frames[key] = frame
         return frame
 
 

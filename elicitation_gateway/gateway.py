@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from elicitation_gateway import events, ids
-from elicitation_gateway.budget import PendingBytes, record_bytes
+from elicitation_gateway.budget import PendingBytes, charge
 from elicitation_gateway.conversion.answers import AnswerError, answers_to_content
 from elicitation_gateway.conversion.forms import FormCache, Limits
 from elicitation_gateway.conversion.schema import SOFT_QUESTION_LIMIT, Form, SchemaError
@@ -206,7 +206,7 @@ class Gateway:
         for request_id in await self.store.abandoned():
             await self._finish(request_id, "cancelled", {"action": CANCEL}, reason="tool gone at restart")
         for record in await self.store.pending():
-            self.pending_bytes.add(record.id, record.request.sessionID, record_bytes(record))
+            self.pending_bytes.add(record.id, self._budget_session(record), charge(record))
             self._schedule_expiry(record.id, record.expires_at - time.time())
 
     async def shutdown(self) -> None:
@@ -363,26 +363,40 @@ class Gateway:
 
     def _charge(self, record: Record) -> None:
         """Charge ``record`` to the memory budget, or refuse it (nothing is charged then)."""
-        size, session_id = record_bytes(record), record.request.sessionID
+        held, session_id = charge(record), self._budget_session(record)
         settings, budget = self.settings, self.pending_bytes
-        if size > settings.max_pending_bytes_per_session or size > settings.max_pending_bytes:
+        size = held.whole
+        limit, name, whose = settings.max_pending_bytes, "GATEWAY_MAX_PENDING_BYTES", "the gateway"
+        if session_id is not None and settings.max_pending_bytes_per_session < limit:
+            limit, name = settings.max_pending_bytes_per_session, "GATEWAY_MAX_PENDING_BYTES_PER_SESSION"
+            whose = "a session"
+        if size > limit:
             raise TooLarge(
-                f"the question would hold about {size} bytes of memory while pending, more than a session "
-                f"may hold (GATEWAY_MAX_PENDING_BYTES_PER_SESSION, {settings.max_pending_bytes_per_session}"
-                "): ask fewer or shorter options"
+                f"the question would hold about {size} bytes of memory while pending, more than {whose} "
+                f"may hold ({name}, {limit}): ask fewer or shorter options"
             )
-        if budget.total + size > settings.max_pending_bytes:
+        in_all, in_session = budget.cost(held, session_id)
+        if budget.total + in_all > settings.max_pending_bytes:
             raise LimitExceeded(
-                f"pending questions hold {budget.total} bytes of memory, and this one about {size} more: "
+                f"pending questions hold {budget.total} bytes of memory, and this one about {in_all} more: "
                 f"over the gateway's budget (GATEWAY_MAX_PENDING_BYTES, {settings.max_pending_bytes})"
             )
-        if budget.session(session_id) + size > settings.max_pending_bytes_per_session:
+        if (
+            session_id is not None
+            and budget.session(session_id) + in_session > settings.max_pending_bytes_per_session
+        ):
             raise LimitExceeded(
                 f"session {session_id}'s pending questions hold {budget.session(session_id)} bytes of "
-                f"memory, and this one about {size} more: over a session's budget "
+                f"memory, and this one about {in_session} more: over a session's budget "
                 f"(GATEWAY_MAX_PENDING_BYTES_PER_SESSION, {settings.max_pending_bytes_per_session})"
             )
-        budget.add(record.id, session_id, size)
+        budget.add(record.id, session_id, held)
+
+    def _budget_session(self, record: Record) -> str | None:
+        """Whose session budget ``record`` is charged to: its session's, or none for a question in the
+        default session (whose tool named none): those come from any number of tools."""
+        session_id = record.request.sessionID
+        return None if session_id == self.default_session_id else session_id
 
     async def _form(self, schema: Any, message: str) -> Form:
         """The form for ``schema`` (:class:`.FormCache`); a big one is converted in a worker thread,
@@ -772,7 +786,7 @@ class Gateway:
             record = await self.store.get(event.properties["id"])
             if record is not None and record.pending:
                 self._schedule_expiry(record.id, record.expires_at - time.time())
-                self.pending_bytes.add(record.id, record.request.sessionID, record_bytes(record))
+                self.pending_bytes.add(record.id, self._budget_session(record), charge(record))
 
 
 def _expiry_result(record: Record) -> dict[str, Any]:

@@ -29,7 +29,8 @@ class QuestionInfo(WireModel):
 
     def shared(self) -> "QuestionInfo":
         """Keep this question's encoding: it is shared by every request that asks its schema."""
-        self.__dict__["_wire_json"] = _compact(self.wire())
+        if "_wire_json" not in self.__dict__:
+            self.__dict__["_wire_json"] = _compact(self.wire())
         return self
 
     def wire_json(self) -> str:

@@ -11,25 +11,118 @@ import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from sys import getsizeof
 from typing import Any
 
-from elicitation_gateway.conversion.schema import Form, build_form, with_message
+from elicitation_gateway.conversion.fields import Option
+from elicitation_gateway.conversion.schema import (
+    _BOOLEAN_OPTIONS,
+    _FORM_FIELDS,
+    _OPTION_FIELDS,
+    _QUESTION_FIELDS,
+    _QUESTION_OPTION_FIELDS,
+    Form,
+    build_form,
+    with_message,
+)
+from elicitation_gateway.models import QuestionInfo
+from elicitation_gateway.sizes import held, names_held
 
-BYTES_PER_QUESTION = 2600
-BYTES_PER_OPTION = 550
-"""What a question and an option hold in memory besides their text (the models, their fields, the
-encodings kept with them), measured with tracemalloc on CPython 3.11 (see ``tests/unit/test_forms.py``)."""
+FORM_BYTES = 400
+"""A form's own objects besides its questions: the model, its dict and its two tuples."""
+QUESTION_BYTES = 264
+"""A question as shown: the model and its dict (its options' list is counted by its size)."""
+ENCODED_BYTES = 88
+"""What keeping a question's encoding adds to its dict, besides the encoding."""
+OPTION_BYTES = 264
+"""An option as checked (value, label, description), or as shown (label, description): the model and
+its dict, made with a shared set of names."""
+SLOT = 8
+"""A reference in a tuple or list."""
+_SHARED = "_shared_bytes"
+"""Where a form keeps :func:`shared_footprint` once counted (not a field: never stored or compared)."""
 
 
 def footprint(form: Form) -> int:
-    """About how many bytes of memory ``form`` holds: a cost per question and per option, and its texts,
-    counted twice (in the models, and in the JSON encoded from them)."""
-    size = 0
-    for field, question, text in zip(form.fields, form.questions, form.texts, strict=True):
-        size += BYTES_PER_QUESTION + 2 * (len(question.question) + len(question.header) + len(text))
-        for option in field.options:
-            size += BYTES_PER_OPTION + 2 * (len(option.value) + len(option.label) + len(option.description))
+    """The bytes ``form`` holds, all of it: what the form cache counts it, and what a question whose form
+    is its own holds."""
+    size = FORM_BYTES + names_held(form, _FORM_FIELDS) + 2 * SLOT * len(form.questions)
+    return size + first_question_bytes(form) + shared_footprint(form)
+
+
+def first_question_bytes(form: Form) -> int:
+    """What ``form``'s first question holds besides its options and header: an ask with a message makes
+    it anew (:func:`.schema.with_message`), and shares the rest of its schema's form."""
+    return _question_bytes(form.questions[0])
+
+
+def shared_footprint(form: Form) -> int:
+    """What ``form`` holds that the forms of every ask of its schema share (all but its own objects and
+    its first question's text): counted once a form, by strings' real sizes."""
+    size = form.__dict__.get(_SHARED)
+    if size is None:
+        size = form.__dict__[_SHARED] = _shared_bytes(form)
     return size
+
+
+def _shared_bytes(form: Form) -> int:
+    size = 0
+    parts = zip(form.fields, form.questions, form.texts, strict=True)
+    for index, (field, question, text) in enumerate(parts):
+        # a field is validated: its dict and its own set of the names set (by its kind: 200 to 700 bytes)
+        size += getsizeof(field) + getsizeof(field.__dict__) + getsizeof(field.__pydantic_fields_set__)
+        size += getsizeof(field.options) + SLOT + held(field.key)  # and its slot in ``texts``
+        size += 0 if text is question.question else held(text)
+        if field.pattern is not None:
+            size += held(field.pattern)
+        if index:  # the first question itself is each ask's own (first_question_bytes)
+            size += _question_bytes(question)
+        size += _options_bytes(question, field.options)
+        if field.options:
+            size += len(field.options) * (OPTION_BYTES + names_held(field.options[0], _OPTION_FIELDS))
+        for option in field.options:
+            size += held(option.value)
+            if option.label is not option.value:
+                size += held(option.label)
+            if option.description:
+                size += held(option.description)
+    return size
+
+
+def _question_bytes(question: QuestionInfo) -> int:
+    """A question's model and text, and its encoding when kept (not its header and options)."""
+    size = QUESTION_BYTES + names_held(question, _QUESTION_FIELDS) + held(question.question)
+    if (encoded := question.__dict__.get("_wire_json")) is not None:
+        size += ENCODED_BYTES + held(encoded)
+    return size
+
+
+def _options_bytes(question: QuestionInfo, checked: tuple[Option, ...] = ()) -> int:
+    """A question's header and options as shown: their models and what text is not ``checked``'s."""
+    shown = question.options
+    size = held(question.header) + getsizeof(shown)
+    if not shown or shown[0] is _BOOLEAN_OPTIONS[0]:  # Yes and No: the same two for every question
+        return size
+    size += len(shown) * (OPTION_BYTES + names_held(shown[0], _QUESTION_OPTION_FIELDS))
+    for index, option in enumerate(shown):
+        same = checked[index] if index < len(checked) else None
+        if same is None or option.label is not same.label:
+            size += held(option.label)
+        if option.description and (same is None or option.description is not same.description):
+            size += held(option.description)
+    return size
+
+
+def questions_footprint(questions: list[QuestionInfo]) -> int:
+    """What questions of their own hold (a request read back from a store, not sharing its form's)."""
+    return getsizeof(questions) + sum(_question_bytes(q) + _options_bytes(q) for q in questions)
+
+
+def inherit_footprint(derived: Form, plain: Form) -> Form:
+    """``derived`` (of ``plain`` and a message) shares what ``plain`` holds: it is counted once."""
+    if derived is not plain:
+        derived.__dict__[_SHARED] = shared_footprint(plain)
+    return derived
 
 
 @dataclass(frozen=True)
@@ -76,7 +169,7 @@ class FormCache:
             self._keep(key, plain)
         else:
             plain = cached[0]
-        return with_message(plain, message, self.limits.max_text_length)
+        return inherit_footprint(with_message(plain, message, self.limits.max_text_length), plain)
 
     def convert(self, schema: Any, message: str) -> Form:
         limits = self.limits
@@ -91,11 +184,11 @@ class FormCache:
         )
 
     def _keep(self, key: str, form: Form) -> None:
-        size = footprint(form) + len(key)
-        if size > self.max_bytes // 8:
-            return
         for question in form.questions:  # shared by every request that asks this schema
             question.shared()
+        size = footprint(form) + held(key)
+        if size > self.max_bytes // 8:
+            return
         with self._lock:
             if key in self._forms:
                 return

@@ -93,7 +93,8 @@ def with_message(form: Form, message: str, max_text_length: int | None = None) -
         text, own = own, ""
     else:
         text = f"{message}\n\n{own}"
-    first = _question(form.fields[0], text, form.questions[0].header)
+    plain = form.questions[0]
+    first = _question(form.fields[0], text, plain.header, plain.options)  # its options shared too
     return Form.model_construct(
         _FORM_FIELDS,
         fields=form.fields,
@@ -660,28 +661,45 @@ def _checked_default(field: Field, default: Any) -> Any:
 # What the person sees
 
 
-def _question(field: Field, text: str, header: str) -> QuestionInfo:
+def _question(
+    field: Field, text: str, header: str, options: list[QuestionOption] | None = None
+) -> QuestionInfo:
+    """The question that shows ``field``; ``options``: those of another question of it, shared.
+
+    Of checked parts, so not validated again, with one shared set of field names: a derived first
+    question is made for every ask, and pydantic's validation would copy its options and keep a set of
+    its own (together some 1 KB per ask)."""
     if words := hints(field):
         text = f"{text} ({'; '.join(words)})"
     if field.warning:  # clients that show only the question see it there
         text = f"{text}\n\n⚠ {field.warning}"
-    if field.kind in ("choice", "multi"):
-        options = [
-            QuestionOption.model_construct(_QUESTION_OPTION_FIELDS, label=o.label, description=o.description)
-            for o in field.options
-        ]
-    elif field.kind == "boolean":
-        options = [QuestionOption(label=label) for label in BOOLEAN_LABELS]
-    else:
-        options = []
+    if options is None:
+        options = _question_options(field)
     closed = field.kind in ("choice", "multi", "boolean")
-    return QuestionInfo(
+    return QuestionInfo.model_construct(
+        _QUESTION_FIELDS,
         question=text,
         header=header,
         options=options,
         multiple=True if field.kind == "multi" else None,
         custom=False if closed else None,
     )
+
+
+def _question_options(field: Field) -> list[QuestionOption]:
+    if field.kind in ("choice", "multi"):
+        return [
+            QuestionOption.model_construct(_QUESTION_OPTION_FIELDS, label=o.label, description=o.description)
+            for o in field.options
+        ]
+    if field.kind == "boolean":
+        return list(_BOOLEAN_OPTIONS)
+    return []
+
+
+_QUESTION_FIELDS = {"question", "header", "options", "multiple", "custom"}
+_BOOLEAN_OPTIONS = tuple(QuestionOption(label=label) for label in BOOLEAN_LABELS)
+"""Shared by every Yes/No question (frozen, like every option)."""
 
 
 def hints(field: Field) -> list[str]:

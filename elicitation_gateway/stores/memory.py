@@ -16,6 +16,7 @@ from typing import Any
 from elicitation_gateway import events
 from elicitation_gateway.deadlines import Deadlines
 from elicitation_gateway.records import Record, Status
+from elicitation_gateway.sizes import held, utf8_length
 from elicitation_gateway.stores.base import Store
 from elicitation_gateway.stores.fanout import LocalSubscription, Subscribers
 from elicitation_gateway.stores.orphans import LocalOrphans
@@ -249,9 +250,16 @@ class MemoryStore(Store):
         return self._index.subscribe(last_event_id)
 
 
-EVENT_OVERHEAD = 400
+EVENT_BYTES = 500
+"""What a kept event holds besides its JSON and its frames' bytes: the event, its id, its frames' dict,
+the history's entries for it."""
+FRAME_BYTES = 200
+"""What the two frames of an event add to its JSON: their ``bytes`` headers, ``id:`` and ``data:``
+lines, the payload's id and type, and ``/global/event``'s wrapping."""
 
 
 def _held(event: events.Event) -> int:
-    """About what a kept event holds: its JSON, and the frames of it that streams may make (two)."""
-    return EVENT_OVERHEAD + 3 * len(event.properties_json())
+    """What a kept event holds: its JSON (each character at its width) and the two frames of it that
+    streams may make (``/event`` and ``/global/event``, UTF-8)."""
+    data = event.properties_json()
+    return EVENT_BYTES + held(data) + FRAME_BYTES + 2 * utf8_length(data)

@@ -96,3 +96,93 @@ async def test_big_asks_take_memory_only_up_to_the_budget(tmp_path):
     finally:
         probe.stop()
         gateway.terminate()
+
+
+EMOJI_BUDGET_MB = 64
+EMOJI_HISTORY_MB = 16
+BODIES_MB = 40
+"""Besides what the budgets bound: eight bodies being parsed at once (about 6 MB of Python objects each
+for these), and the allocator's own rounding."""
+
+
+def emoji_ask(seed: int) -> dict:
+    """About 0.6 MB of JSON, nearly all emoji: 50 questions of 100 options of 24 emoji each. A ``str``
+    holds them at 4 bytes each, UTF-8 frames at 4 bytes each: 4 times what counting characters says."""
+    faces = [chr(0x1F600 + (seed * 7 + i) % 80) for i in range(24)]
+    return form(
+        {
+            "type": "object",
+            "properties": {
+                f"q{i}": {
+                    "type": "string",
+                    "title": "".join(faces[:8]),
+                    "enum": [f"{''.join(faces[j % 24 :] + faces[: j % 24])}{i}-{j}" for j in range(100)],
+                }
+                for i in range(50)
+            },
+        }
+    )
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+async def test_emoji_asks_are_refused_before_memory_outgrows_the_budgets(tmp_path):
+    """Text of emoji holds 4 bytes a character in the process and in its frames: asks of it, with two
+    answerers connected (on ``/event`` and ``/global/event``), are refused with 429 while the process
+    holds no more than its pending and history budgets (and the bodies being read)."""
+    gateway = GatewayProcess(
+        "memory",
+        tmp_path,
+        env={
+            "GATEWAY_MAX_PENDING_BYTES": str(EMOJI_BUDGET_MB << 20),
+            "GATEWAY_MAX_PENDING_BYTES_PER_SESSION": str(EMOJI_BUDGET_MB << 19),
+            "GATEWAY_HISTORY_BYTES": str(EMOJI_HISTORY_MB << 20),
+            "GATEWAY_LOG_LEVEL": "error",
+        },
+    ).start()
+    received = [0, 0]
+    both_reading = asyncio.Event()
+
+    async def answerer(client: httpx.AsyncClient, path: str, index: int) -> None:
+        async with client.stream("GET", path) as response:
+            assert response.status_code == 200
+            async for chunk in response.aiter_raw():
+                received[index] += len(chunk)
+                if all(received):
+                    both_reading.set()
+
+    try:
+        async with (
+            httpx.AsyncClient(base_url=gateway.url, timeout=60) as client,
+            httpx.AsyncClient(base_url=gateway.url, timeout=None) as streams,
+        ):
+            readers = [
+                asyncio.create_task(answerer(streams, "/event", 0)),
+                asyncio.create_task(answerer(streams, "/global/event", 1)),
+            ]
+            await client.post("/elicitations", json=form({"type": "object", "properties": {"a": {}}}))
+            async with asyncio.timeout(30):  # both streams open, and the first question on each
+                await both_reading.wait()
+            before = memory_mb(gateway.pid, "VmRSS")
+            statuses: list[int] = []
+            limiter = asyncio.Semaphore(8)
+
+            async def one(number: int) -> None:
+                async with limiter:
+                    response = await client.post(
+                        "/elicitations", json=emoji_ask(number), params={"sessionID": f"ses_{number % 4}"}
+                    )
+                    statuses.append(response.status_code)
+
+            await asyncio.gather(*(one(number) for number in range(40)))
+            peak = memory_mb(gateway.pid, "VmHWM") - before
+            held = metric((await client.get("/metrics")).text, "gateway_pending_bytes") / (1 << 20)
+            for task in readers:
+                task.cancel()
+            await asyncio.gather(*readers, return_exceptions=True)
+
+            assert set(statuses) == {201, 429}, statuses
+            assert held <= EMOJI_BUDGET_MB
+            limit = EMOJI_BUDGET_MB + EMOJI_HISTORY_MB + BODIES_MB
+            assert peak < limit, f"peak {peak:.0f} MB above the start, {held:.0f} MiB charged"
+    finally:
+        gateway.terminate()

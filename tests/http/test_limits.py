@@ -199,10 +199,13 @@ async def test_pending_questions_are_bounded_by_the_bytes_they_hold(make_server)
     """Within the count limits, a few big questions fill the byte budget: the next is a 429 that names
     the setting, nothing is asked, and answering one makes room again."""
     server = make_server(max_pending_bytes_per_session=2 * 1024 * 1024)
+    session = {"sessionID": "ses_a"}
     async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
         created = []
         for number in range(50):
-            response = await client.post("/elicitations", json=form(big_choices(10, 50, str(number))))
+            response = await client.post(
+                "/elicitations", json=form(big_choices(10, 50, str(number))), params=session
+            )
             if response.status_code != 201:
                 break
             created.append(response.json()["id"])
@@ -214,7 +217,7 @@ async def test_pending_questions_are_bounded_by_the_bytes_they_hold(make_server)
         assert server.gateway.pending_bytes.total <= 2 * 1024 * 1024
 
         assert (await client.post(f"/question/{created[0]}/reject")).status_code == 200
-        again = await client.post("/elicitations", json=form(big_choices(10, 50, "again")))
+        again = await client.post("/elicitations", json=form(big_choices(10, 50, "again")), params=session)
         assert again.status_code == 201, again.text
         other = await client.post(
             "/elicitations", json=form(big_choices(10, 50, "other")), params={"sessionID": "ses_other"}
@@ -240,14 +243,52 @@ async def test_the_gateways_byte_budget_holds_across_sessions(make_server):
 
 
 async def test_a_question_larger_than_a_session_may_hold_is_413(make_server):
-    server = make_server(max_pending_bytes_per_session=1024 * 1024)
+    server = make_server(max_pending_bytes_per_session=1024 * 1024, max_pending_bytes=2 * 1024 * 1024)
     async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
-        refused = await client.post("/elicitations", json=form(big_choices(30, 200, "x")))
+        big = form(big_choices(30, 200, "x"))
+        refused = await client.post("/elicitations", json=big, params={"sessionID": "ses_a"})
         assert refused.status_code == 413, refused.text
         assert refused.json()["error"] == "question_too_large"
         assert "GATEWAY_MAX_PENDING_BYTES_PER_SESSION" in refused.json()["message"]
         await assert_nothing_pending(client)
         assert server.gateway.pending_bytes.total == 0
+        # without a session, only the gateway's budget bounds it
+        refused = await client.post("/elicitations", json=form(big_choices(50, 200, "x")))
+        assert refused.status_code == 413, refused.text
+        assert "GATEWAY_MAX_PENDING_BYTES," in refused.json()["message"]
+        await assert_nothing_pending(client)
+
+
+async def test_questions_without_a_session_are_charged_to_the_gateways_budget_only(make_server):
+    """Questions whose tool names no session all land in the default session, from any number of tools:
+    they are bounded by the gateway's byte budget, not by one session's, so they do not crowd each
+    other out at a session's budget; a session's own questions still stop at theirs."""
+    server = make_server(max_pending_bytes_per_session=1024 * 1024, max_pending_bytes=3 * 1024 * 1024)
+    gateway = server.gateway
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+
+        async def fill(params: dict[str, str]) -> httpx.Response:
+            for number in range(100):
+                response = await client.post(
+                    "/elicitations", json=form(big_choices(10, 50, f"{params}{number}")), params=params
+                )
+                if response.status_code != 201:
+                    return response
+            raise AssertionError("the budget never filled")
+
+        refused = await fill({"sessionID": "ses_a"})
+        assert refused.status_code == 429
+        assert "GATEWAY_MAX_PENDING_BYTES_PER_SESSION" in refused.json()["message"]
+        in_session = gateway.pending_bytes.total
+        assert in_session <= 1024 * 1024
+
+        refused = await fill({})
+        assert refused.status_code == 429
+        assert "GATEWAY_MAX_PENDING_BYTES," in refused.json()["message"]
+        without = gateway.pending_bytes.total - in_session
+        assert without > 1024 * 1024  # more than a session's budget, within the gateway's
+        assert gateway.pending_bytes.total <= 3 * 1024 * 1024
+        assert gateway.pending_bytes.session(gateway.default_session_id) == 0
 
 
 async def test_finished_questions_give_their_bytes_back(client, server):

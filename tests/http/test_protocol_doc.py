@@ -492,7 +492,7 @@ TRIGGERS: dict[tuple[Any, ...], Trigger] = {
                 json=form_with({f"q{i}": {"enum": [f"{i}-{j:0>60}" for j in range(200)]} for i in range(20)}),
             )
         ),
-        max_pending_bytes_per_session=1024 * 1024,
+        max_pending_bytes=1024 * 1024,
     ),
     (422, "tool", "too_many_questions"): post(
         "/elicit", json=form_with({f"q{index}": {"type": "string"} for index in range(51)})

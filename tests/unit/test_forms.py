@@ -8,11 +8,8 @@ from typing import Any
 
 import pytest
 
-from elicitation_gateway.budget import PendingBytes, record_bytes
 from elicitation_gateway.conversion.forms import FormCache, Limits, footprint
 from elicitation_gateway.conversion.schema import build_form, shorten
-from elicitation_gateway.models import QuestionRequest
-from elicitation_gateway.records import Record
 from tests.helpers import COLOR_SCHEMA, RFC0010_SCHEMA, text_properties
 
 
@@ -90,8 +87,9 @@ def test_a_form_from_the_cache_is_the_form_of_a_conversion(shape, message):
 
 
 def test_the_cache_holds_at_most_its_bytes_least_recently_used_first():
-    sizes = {seed: footprint(build_form(choices(5, 10, seed))) for seed in "abcd"}
-    cache = FormCache(Limits(), max_bytes=int(sizes["a"] * 8.5))  # room for 8 of them
+    probe = FormCache(Limits(), max_bytes=1 << 30)
+    probe.form(choices(5, 10, "a"), "m")
+    cache = FormCache(Limits(), max_bytes=int(probe.size * 8.5))  # room for 8 of them
     for number in range(12):
         cache.form(choices(5, 10, str(number)), "m")
         assert cache.size <= cache.max_bytes
@@ -141,29 +139,3 @@ def test_the_cache_serves_threads_and_the_loop_at_once():
     assert problems == []
     assert cache.size == sum(size for _, size in cache._forms.values())
     assert cache.size <= cache.max_bytes
-
-
-def record_of(schema: dict[str, Any], number: int = 0, session: str = "ses_1") -> Record:
-    form = build_form(schema, "Please answer")
-    request = QuestionRequest.new(f"que_{number}", session, list(form.questions), None)
-    return Record.new(request, form, "Please answer", None, 0, 60, "cancel")
-
-
-def test_a_pending_question_is_charged_its_form_message_and_encodings():
-    record = record_of(choices(3, 5))
-    assert record_bytes(record) == footprint(record.form) + len("Please answer") + 3 * len(
-        record.request.wire_json
-    )
-
-
-def test_charges_are_counted_once_per_question_in_all_and_per_session():
-    budget = PendingBytes()
-    budget.add("que_1", "ses_a", 100)
-    budget.add("que_1", "ses_a", 100)  # the ask, and then the event announcing it
-    budget.add("que_2", "ses_b", 50)
-    assert (budget.total, budget.session("ses_a"), budget.session("ses_b"), len(budget)) == (150, 100, 50, 2)
-    budget.remove("que_1")
-    budget.remove("que_1")
-    assert (budget.total, budget.session("ses_a"), "que_1" in budget) == (50, 0, False)
-    budget.remove("que_2")
-    assert (budget.total, len(budget)) == (0, 0)
