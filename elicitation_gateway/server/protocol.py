@@ -15,6 +15,10 @@ Either aborts the connection (nothing more is written) with one INFO line; DEBUG
 that sent nothing at all (a browser's unused preconnection), or whose response the app had already
 ended unfinished (it logged why: see :mod:`..sse`).
 
+Each request's scope also carries the connection's socket as the ASGI extension ``SEND_BUFFER``, for
+:func:`limit_send_buffer`: an event stream bounds what the kernel may hold for a client that stops
+reading (megabytes, once the system has grown the buffer for a fast link).
+
 Only asyncio's protocol interface and httptools' parser callbacks are overridden, which uvicorn keeps
 as long as it parses with httptools; :func:`check_uvicorn` says loudly when that changes.
 """
@@ -24,7 +28,9 @@ import contextlib
 import logging
 import socket
 import struct
+import sys
 
+from starlette.types import Scope
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from elicitation_gateway.server.logs import route_of
@@ -36,6 +42,9 @@ except ImportError:  # Windows: the transport's own buffer alone
     fcntl = termios = None  # type: ignore[assignment]
 
 logger = logging.getLogger(__name__)
+
+SEND_BUFFER = "elicitation_gateway.send_buffer"
+"""The ASGI extension holding the connection's socket (``{"socket": ...}``), for :func:`limit_send_buffer`."""
 
 OVERRIDDEN = (
     "connection_made",
@@ -61,7 +70,7 @@ class DeadlineProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with a header deadline and a read deadline (see the module)."""
 
     # Slots: keys added to the instance's dict would unshare it, 1.3 KB more a connection.
-    __slots__ = ("_connection", "_header_timer", "_request_begun", "_send_timer", "_unsent")
+    __slots__ = ("_connection", "_header_timer", "_request_begun", "_send_timer", "_socket", "_unsent")
 
     header_timeout: float = 10
     send_timeout: float = 30
@@ -72,6 +81,7 @@ class DeadlineProtocol(HttpToolsProtocol):
         self._send_timer: asyncio.TimerHandle | None = None
         self._request_begun = False
         self._unsent = 0
+        self._socket = transport.get_extra_info("socket")  # the transport's wrapper: it holds no protocol
         super().connection_made(transport)
         self._arm_header_deadline()
 
@@ -84,6 +94,8 @@ class DeadlineProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        if self._socket is not None:
+            self.scope["extensions"] = {SEND_BUFFER: {"socket": self._socket}}
         self._request_begun = True
         if self._header_timer is None:  # a later request of a kept-alive connection
             self._arm_header_deadline()
@@ -155,6 +167,22 @@ def deadline_protocol(header_timeout: float, send_timeout: float) -> type[Deadli
         (DeadlineProtocol,),
         {"header_timeout": header_timeout, "send_timeout": send_timeout, "__module__": __name__},
     )
+
+
+def limit_send_buffer(scope: Scope, nbytes: int) -> bool:
+    """Have the kernel hold at most about ``nbytes`` written and not yet taken by this request's client
+    (its socket's send buffer, for the rest of the connection); whether the server says how (see the
+    module). On Linux the kernel doubles what it is given, to count its own overhead: it is given half.
+    """
+    extension = scope.get("extensions", {}).get(SEND_BUFFER)
+    if extension is None:
+        return False
+    given = nbytes // 2 if sys.platform.startswith("linux") else nbytes
+    try:
+        extension["socket"].setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, given)
+    except (OSError, AttributeError, ValueError):
+        return False
+    return True
 
 
 def _unsent(transport: asyncio.Transport) -> int:
