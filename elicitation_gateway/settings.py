@@ -148,6 +148,12 @@ class Settings(BaseSettings):
         "(its client then waits, or is disconnected after `GATEWAY_SEND_TIMEOUT`); it bounds what a client "
         "that stops reading holds, and how fast one far away can read (about this much a round trip).",
     )
+    mcp_get_stream_lifetime: float = Field(
+        300,
+        gt=0,
+        description="Seconds a `GET /mcp` stream stays open (counted with the event streams): the gateway "
+        "sends nothing on it, so it is then ended, and its client opens another if it wants one.",
+    )
 
     # OpenCode bridge
     opencode_url: str | None = Field(
