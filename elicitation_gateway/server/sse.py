@@ -91,6 +91,7 @@ class EventStreamResponse:
         ]
         self._sending_since: float | None = None
         self._stalled = False
+        self._gone = False  # the client left (or its connection was reset)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -111,6 +112,8 @@ class EventStreamResponse:
         watcher = asyncio.create_task(self._watch(receive, send, writer))
         try:
             async for frame in self._frames:
+                if self._gone:  # writes to a closed connection do nothing: stop making them
+                    break
                 await self._send(send, frame)
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except asyncio.CancelledError:
@@ -136,6 +139,8 @@ class EventStreamResponse:
             await send({"type": "http.response.body", "body": frame, "more_body": True})
         else:
             for piece in pieces(frame):
+                if self._gone:
+                    break
                 self._sending_since = time.monotonic()  # each write may wait ``send_timeout``
                 await send({"type": "http.response.body", "body": piece, "more_body": True})
                 await asyncio.sleep(0)  # a big frame to many streams must not hold the loop
@@ -167,5 +172,6 @@ class EventStreamResponse:
                         return
                 continue
             if message["type"] == "http.disconnect":
+                self._gone = True
                 self._on_disconnect()
                 return
