@@ -79,12 +79,13 @@ async def subscribers(client: httpx.AsyncClient) -> int:
 async def steady_rss(pid: int) -> int:
     """The process's RSS once it stopped growing (the server wrote what it will)."""
     last = -MB
-    while True:
-        await asyncio.sleep(0.5)
-        now = rss(pid)
-        if abs(now - last) < MB // 4:
-            return now
-        last = now
+    async with asyncio.timeout(60):  # a safety net only
+        while True:
+            await asyncio.sleep(0.5)
+            now = rss(pid)
+            if abs(now - last) < MB // 4:
+                return now
+            last = now
 
 
 async def test_stalled_subscribers_hold_at_most_their_allowance_and_are_dropped(tmp_path):
@@ -97,7 +98,7 @@ async def test_stalled_subscribers_hold_at_most_their_allowance_and_are_dropped(
             laggard = socket.create_connection(("127.0.0.1", port))
             laggard.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             laggard.sendall(b"GET /event HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            await until(lambda: subscribers(client), what="the laggard subscribed")
+            await until(lambda: _count_is(client, 2), what="the laggard subscribed")
             first = (await client.post("/elicitations", json=form(text_properties(1)))).json()
             asked_first = await reader.next("question.asked")
             assert asked_first.properties["id"] == first["id"]
