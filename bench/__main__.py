@@ -138,7 +138,7 @@ def parse(argv: list[str]) -> Command:
             big_asks=6,
             stalled_subscribers=10,
             stalled_questions=2,
-            stalled_send_timeout=1.0,
+            stalled_send_timeout=5.0,
             proxy_in_flight=[4],
             proxy_eras=["legacy"],
             proxy_transports=["stdio"],
