@@ -9,10 +9,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import proxy, report, scenarios
+from bench import proxy, report, scenarios, stalled
 from bench.process import REPOSITORY
 
-SECTIONS = ("round-trips", "fan-out", "capacity", "big-asks", "proxy")
+SECTIONS = ("round-trips", "fan-out", "capacity", "big-asks", "stalled", "proxy")
 
 
 def _counts(text: str) -> list[int]:
@@ -60,6 +60,12 @@ def parse(argv: list[str]) -> Command:
     parser.add_argument("--questions", type=int, default=40, help="questions asked per fan-out size (40)")
     parser.add_argument("--replies", type=int, default=200, help="replies timed per capacity phase (200)")
     parser.add_argument("--big-asks", type=int, default=60, help="asks of about 0.8 MB for big-asks (60)")
+    parser.add_argument(
+        "--stalled",
+        type=int,
+        default=400,
+        help="stalled: subscribers that never read, 20 big questions pending (400)",
+    )
     parser.add_argument("--clients", type=int, default=2, help="client processes per load (2)")
     parser.add_argument(
         "--in-flight", type=_counts, default=[1, 8], help="proxy: tool calls in flight on one client (1,8)"
@@ -114,6 +120,7 @@ def parse(argv: list[str]) -> Command:
         runs=args.runs,
         big_asks=args.big_asks,
         proxy_in_flight=args.in_flight,
+        stalled_subscribers=args.stalled,
     )
     if args.quick:
         options = scenarios.Options(
@@ -129,6 +136,9 @@ def parse(argv: list[str]) -> Command:
             app_dir=options.app_dir,
             runs=args.runs,
             big_asks=6,
+            stalled_subscribers=10,
+            stalled_questions=2,
+            stalled_send_timeout=5.0,
             proxy_in_flight=[4],
             proxy_eras=["legacy"],
             proxy_transports=["stdio"],
@@ -167,6 +177,8 @@ def main(argv: list[str]) -> int:
             results["capacity"] = scenarios.capacity(options, shared)
         if "big-asks" in sections:
             results["big_asks"] = scenarios.big_asks(options, shared)
+        if "stalled" in sections:
+            results["stalled"] = stalled.stalled_subscribers(options)
         if "proxy" in sections:
             results["proxy"] = proxy.passthrough(options)
     if command.before_file is not None and command.before is not None:

@@ -83,6 +83,8 @@ def attach_before(results: dict[str, Any], before: dict[str, Any], source: Path)
         capacity["before"] = {key: value for key, value in held.items() if key not in ("each_run", "before")}
     if (big := results.get("big_asks")) is not None and (held := before.get("big_asks")):
         big["before"] = {key: value for key, value in held.items() if key not in ("each_run", "before")}
+    if (stalled := results.get("stalled")) is not None and (held := before.get("stalled")):
+        stalled["before"] = {key: value for key, value in held.items() if key not in ("each_run", "before")}
 
 
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
@@ -291,6 +293,8 @@ def render(results: dict[str, Any]) -> str:
         parts.append(_capacity(capacity))
     if (big := results.get("big_asks")) is not None:
         parts.append(_big_asks(big))
+    if (held := results.get("stalled")) is not None:
+        parts.append(_stalled(held))
     if (passthrough := results.get("proxy")) is not None:
         parts.append(_proxy(passthrough))
     parts.append("\nTargets")
@@ -431,6 +435,44 @@ def _big_ask_rows(big: dict[str, Any]) -> list[list[Any]]:
         ["RSS once every question is rejected (MB)", big["rss_after_reject_mb"]],
         ["worst loop lag (ms)", big["loop_lag"]["max_ms"]],
     ]
+
+
+def _stalled(held: dict[str, Any]) -> str:
+    parts = [
+        f"\nStalled subscribers ({held['subscribers']} that never read, {held['big_questions']} big questions"
+        f" pending: {held['backlog_mb']} MB owed to each)"
+    ]
+    rows = _stalled_rows(held)
+    headers = ["measure", "value"]
+    if (before := held.get("before")) is not None:
+        headers.append("before")
+        rows = [[*row, earlier[1]] for row, earlier in zip(rows, _stalled_rows(before), strict=True)]
+    parts.append(_table(headers, rows))
+    return "\n".join(parts)
+
+
+def _stalled_rows(held: dict[str, Any]) -> list[list[Any]]:
+    return [
+        ["server RSS per stalled subscriber (KB)", held["rss_per_subscriber_kb"]],
+        ["kernel send queue per stalled subscriber (KB)", held["kernel_send_queue_per_subscriber_kb"]],
+        [
+            "RSS before / held / after the drop (MB)",
+            f"{held['rss_before_mb']} / {held['rss_held_mb']} / {held['rss_after_drop_mb']}",
+        ],
+        ["seconds until every one was dropped", held["seconds_until_dropped"]],
+        ["/livez p99 / max while they connect (ms)", _livez(held.get("livez_connecting"))],
+        ["/livez p99 / max while they are dropped (ms)", _livez(held.get("livez_dropping"))],
+        ["worst loop lag while they connect / are dropped (ms)", _lags(held)],
+    ]
+
+
+def _livez(spread: dict[str, Any] | None) -> str:
+    return "-" if spread is None else f"{spread['p99_ms']} / {spread['max_ms']}"
+
+
+def _lags(held: dict[str, Any]) -> str:
+    dropping = (held.get("loop_lag_dropping") or {}).get("max_ms")
+    return f"{held['loop_lag']['max_ms']} / {dropping if dropping is not None else '-'}"
 
 
 def _proxy(passthrough: dict[str, Any]) -> str:

@@ -60,6 +60,9 @@ class Options:
     proxy_in_flight: Sequence[int] = (1, 8)
     proxy_eras: Sequence[str] = ("legacy", "modern")
     proxy_transports: Sequence[str] = ("stdio", "http")
+    stalled_subscribers: int = 400
+    stalled_questions: int = 20
+    stalled_send_timeout: float = 30.0
 
     def serving(self, module: str, shared: "Shared") -> contextlib.AbstractContextManager[ServerProcess]:
         """A fresh server for a section (so its memory is its own), or the one the quick run shares."""

@@ -160,6 +160,7 @@ class Gateway:
         self.default_directory = normalize_directory(settings.directory) or settings.directory
         self.metrics = Metrics()
         self.subscribers = 0
+        self.mcp_streams = 0  # /mcp responses that may stream: counted against the same limit
         # of the pending questions this process times, and of those orphaned here
         self._timeouts = Deadlines(lambda request_id: self._spawn(self._expire(request_id)))
         self._orphan_windows = Deadlines(lambda request_id: self._spawn(self._end_orphan(request_id)))
@@ -286,9 +287,7 @@ class Gateway:
         # written (answers then get 503, but people still see what is asked).
         if self.store.shared and not await self.store.healthy():
             raise StoreUnavailable("the question store is unreachable; reconnect shortly")
-        limit = self.settings.max_subscribers
-        if self.subscribers >= limit:
-            raise TooManySubscribers(limit)
+        self._check_stream_room()
         # Counted with no await between the check and the count, so that streams opening at once
         # cannot overshoot the limit.
         self.subscribers += 1
@@ -306,6 +305,21 @@ class Gateway:
     def _release_subscriber(self) -> None:
         self.subscribers -= 1
         self.metrics.subscribers.dec()
+
+    def admit_mcp_stream(self) -> None:
+        """Count an open ``/mcp`` stream against ``GATEWAY_MAX_SUBSCRIBERS`` with the event streams (not
+        as an answerer); :meth:`release_mcp_stream` gives its place back. Raises
+        :class:`TooManySubscribers`."""
+        self._check_stream_room()
+        self.mcp_streams += 1
+
+    def release_mcp_stream(self) -> None:
+        self.mcp_streams -= 1
+
+    def _check_stream_room(self) -> None:
+        limit = self.settings.max_subscribers
+        if self.subscribers + self.mcp_streams >= limit:
+            raise TooManySubscribers(limit)
 
     # ---------------------------------------------------------------------------------------------
     # Tool side

@@ -157,6 +157,19 @@ class Settings(BaseSettings):
         "older ones are dropped, and a client that asks for them gets the pending questions again.",
     )
     max_subscribers: int = Field(10_000, ge=1, description="Most open event streams at once.")
+    subscriber_buffer: int = Field(
+        256 * 1024,
+        ge=128 * 1024,
+        description="Most bytes one event stream may leave unread, in the process and the kernel together "
+        "(its client then waits, or is disconnected after `GATEWAY_SEND_TIMEOUT`); it bounds what a client "
+        "that stops reading holds, and how fast one far away can read (about this much a round trip).",
+    )
+    mcp_get_stream_lifetime: float = Field(
+        300,
+        gt=0,
+        description="Seconds a `GET /mcp` stream stays open (counted with the event streams): the gateway "
+        "sends nothing on it, so it is then ended, and its client opens another if it wants one.",
+    )
 
     # OpenCode bridge
     opencode_url: str | None = Field(

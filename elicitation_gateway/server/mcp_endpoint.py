@@ -7,6 +7,7 @@ this one. Its questions become a ``requestedSchema`` and are asked through the s
 URL (or the ``x-opencode-directory`` header) say whose questions they are.
 """
 
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -16,11 +17,13 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.streamable_http import check_accept_headers
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, field_validator
+from starlette.requests import Request
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from elicitation_gateway import __version__
 from elicitation_gateway.conversion.schema import SchemaError
@@ -32,10 +35,12 @@ from elicitation_gateway.gateway import (
     LimitExceeded,
     ShuttingDown,
     TooLarge,
+    TooManySubscribers,
     WaitStatus,
     normalize_directory,
     valid_session_id,
 )
+from elicitation_gateway.server.errors import jsonrpc_error
 from elicitation_gateway.server.mcp_server import UnknownNamesRefused
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores.base import StoreUnavailable
@@ -139,7 +144,7 @@ class McpRoute:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         endpoint: McpEndpoint = scope["app"].state.mcp
-        await endpoint.asgi(scope, receive, send)
+        await endpoint.serve(scope, receive, send)
 
 
 class McpEndpoint:
@@ -174,6 +179,34 @@ class McpEndpoint:
         assert route.path == PATH, route.path
         self.asgi: ASGIApp = route.app
 
+    async def serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one request. One that may be answered with an event stream (a ``GET``, or a ``POST``
+        that accepts one) counts against ``GATEWAY_MAX_SUBSCRIBERS`` while it is open, as ``/event``
+        does: ``429`` past it. A ``GET`` stream is ended after ``GATEWAY_MCP_GET_STREAM_LIFETIME``: the
+        gateway sends nothing on it (each call's messages go on that call's own response), so it only
+        holds a place; the client opens another if it wants one. A ``POST`` stream lasts its call, at
+        most its question's timeout."""
+        if not _may_stream(scope):
+            await self.asgi(scope, receive, send)
+            return
+        try:
+            self.gateway.admit_mcp_stream()
+        except TooManySubscribers as error:
+            refusal = jsonrpc_error(None, SERVER_BUSY, str(error))
+            refusal.status_code = 429
+            refusal.headers["Retry-After"] = "1"
+            await refusal(scope, receive, send)
+            return
+        try:
+            if scope["method"] == "GET":
+                await _for_at_most(
+                    self.asgi, self.gateway.settings.mcp_get_stream_lifetime, scope, receive, send
+                )
+            else:
+                await self.asgi(scope, receive, send)
+        finally:
+            self.gateway.release_mcp_stream()
+
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         async with self.server.session_manager.run():
@@ -202,6 +235,43 @@ class McpEndpoint:
             content=[TextContent(type="text", text=summary(questions, outcome))],
             structured_content=outcome.model_dump(mode="json"),
         )
+
+
+SERVER_BUSY = -32000
+"""JSON-RPC's implementation-defined server error, for a request refused while too many streams are open."""
+
+
+def _may_stream(scope: Scope) -> bool:
+    """Whether the SDK may answer this request with an event stream: a ``GET`` or a ``POST`` whose
+    client accepts one, as the SDK itself reads ``Accept`` (wildcards included)."""
+    if scope["method"] not in ("GET", "POST"):
+        return False
+    _, accepts_stream = check_accept_headers(Request(scope))
+    return accepts_stream
+
+
+async def _for_at_most(app: ASGIApp, seconds: float, scope: Scope, receive: Receive, send: Send) -> None:
+    """Serve ``app``'s response, ending it after ``seconds`` as if the client had left, then closing
+    its body properly, so that the client sees a stream that ended, not one that broke."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    started = finished = False
+
+    async def receive_until_deadline() -> Message:
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await receive()
+        except TimeoutError:
+            return {"type": "http.disconnect"}
+
+    async def sending(message: Message) -> None:
+        nonlocal started, finished
+        started = started or message["type"] == "http.response.start"
+        finished = finished or (message["type"] == "http.response.body" and not message.get("more_body"))
+        await send(message)
+
+    await app(scope, receive_until_deadline, sending)
+    if started and not finished:
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 @contextlib.contextmanager

@@ -31,6 +31,10 @@ an HTTP/1.1 request without ``Host``, or any request with more than one, is ``40
 an absolute-form target (``POST http://example.com/elicitations``) is the request's host, whatever
 ``Host`` says (§3.2.2), so that is what the app's host check judges.
 
+Each request's scope also carries the connection's socket as the ASGI extension ``SEND_BUFFER``, for
+:func:`limit_send_buffer`: an event stream bounds what the kernel may hold for a client that stops
+reading (megabytes, once the system has grown the buffer for a fast link).
+
 Only asyncio's protocol interface and httptools' parser callbacks are overridden, which uvicorn keeps
 as long as it parses with httptools; :func:`check_uvicorn` says loudly when that changes.
 """
@@ -40,8 +44,10 @@ import contextlib
 import logging
 import socket
 import struct
+import sys
 
 import httptools
+from starlette.types import Scope
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from elicitation_gateway.encoding import dumps, to_utf8
@@ -54,6 +60,9 @@ except ImportError:  # Windows: the transport's own buffer alone
     fcntl = termios = None  # type: ignore[assignment]
 
 logger = logging.getLogger(__name__)
+
+SEND_BUFFER = "elicitation_gateway.send_buffer"
+"""The ASGI extension holding the connection's socket (``{"socket": ...}``), for :func:`limit_send_buffer`."""
 
 OVERRIDDEN = (
     "connection_made",
@@ -106,6 +115,7 @@ class DeadlineProtocol(HttpToolsProtocol):
         "_refused",
         "_request_begun",
         "_send_timer",
+        "_socket",
         "_target",
         "_unanswered",
         "_unsent",
@@ -129,6 +139,7 @@ class DeadlineProtocol(HttpToolsProtocol):
         self._unanswered: tuple[int, str, str] | None = None
         self._awaiting_head()
         self._begin_head()
+        self._socket = transport.get_extra_info("socket")  # the transport's wrapper: it holds no protocol
         super().connection_made(transport)
         self._arm_header_deadline()
 
@@ -183,6 +194,8 @@ class DeadlineProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._begin_head()
+        if self._socket is not None:
+            self.scope["extensions"] = {SEND_BUFFER: {"socket": self._socket}}
         self._request_begun = True
         if self._header_timer is None:  # a later request of a kept-alive connection
             self._arm_header_deadline()
@@ -408,6 +421,22 @@ def deadline_protocol(
         "max_url_length": max_url_length,
     }
     return type("DeadlineProtocol", (DeadlineProtocol,), {**limits, "__module__": __name__})
+
+
+def limit_send_buffer(scope: Scope, nbytes: int) -> bool:
+    """Have the kernel hold at most about ``nbytes`` written and not yet taken by this request's client
+    (its socket's send buffer, for the rest of the connection); whether the server says how (see the
+    module). On Linux the kernel doubles what it is given, to count its own overhead: it is given half.
+    """
+    extension = scope.get("extensions", {}).get(SEND_BUFFER)
+    if extension is None:
+        return False
+    given = nbytes // 2 if sys.platform.startswith("linux") else nbytes
+    try:
+        extension["socket"].setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, given)
+    except (OSError, AttributeError, ValueError):
+        return False
+    return True
 
 
 def _unsent(transport: asyncio.Transport) -> int:

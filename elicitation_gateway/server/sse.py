@@ -7,18 +7,61 @@ half of the CPU of each delivery (bench/FINDINGS.md). Here each open stream is t
 task, writing frames as they come, and one small task that notices the client going away, writes a
 heartbeat every ``interval`` seconds, and drops a client that stopped reading for ``send_timeout``
 seconds: 24 KB per idle stream, one ``send`` per frame.
+
+What a client that stops reading can hold is bounded in bytes, whatever the frames hold (a pending
+question's announcement can be a megabyte): a frame bigger than ``PIECE`` is written a piece at a time,
+each only once the transport has taken the one before (uvicorn waits for it below its high-water mark,
+64 KiB), so the process holds at most ``PROCESS_SHARE`` for it; and the kernel's send buffer of the
+connection is limited to the rest of the stream's ``buffer`` (``GATEWAY_SUBSCRIBER_BUFFER``), where
+the system would otherwise let it grow to megabytes. Frames are shared by every stream (encoded once),
+never copied whole for one.
 """
 
 import asyncio
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping
 
 from starlette.types import Receive, Scope, Send
 
 from elicitation_gateway.server.logs import end_unfinished_on_purpose, route_of
+from elicitation_gateway.server.protocol import limit_send_buffer
 
 logger = logging.getLogger(__name__)
+
+PIECE = 16 * 1024
+"""The most one ``send`` writes of a frame."""
+HIGH_WATER = 64 * 1024
+"""The transport's high-water mark (asyncio's and uvloop's default): uvicorn waits below it to write."""
+PROCESS_SHARE = HIGH_WATER + PIECE
+"""The most a stream's transport holds unsent in the process."""
+KERNEL_LEAST = 32 * 1024
+"""The least the kernel's send buffer is limited to, whatever the stream's ``buffer``."""
+
+
+def pieces(frame: bytes) -> Iterator[bytes]:
+    """``frame`` in pieces of at most ``PIECE`` bytes, each made only when it is asked for (a list of
+    them would be a copy of the whole frame for each stream)."""
+    for start in range(0, len(frame), PIECE):
+        yield frame[start : start + PIECE]
+
+
+def backlog_chunks(frames: Iterable[bytes | None]) -> Iterator[tuple[bytes, int]]:
+    """Frames (``None``: one not shown) joined into writes of about ``PIECE`` bytes, a bigger frame
+    alone as it is, each with how many frames it holds: a stream's backlog in few writes, and never one
+    object as big as the backlog."""
+    chunk: list[bytes] = []
+    size = 0
+    for frame in frames:
+        if frame is None:
+            continue
+        if chunk and size + len(frame) > PIECE:
+            yield b"".join(chunk), len(chunk)
+            chunk, size = [], 0
+        chunk.append(frame)
+        size += len(frame)
+    if chunk:
+        yield b"".join(chunk), len(chunk)
 
 
 class EventStreamResponse:
@@ -34,6 +77,7 @@ class EventStreamResponse:
         on_disconnect: Callable[[], None],
         on_close: Callable[[], None],
         headers: Mapping[str, str],
+        buffer: int | None = None,
     ) -> None:
         self._frames = frames
         self._heartbeat = heartbeat
@@ -41,11 +85,13 @@ class EventStreamResponse:
         self._send_timeout = send_timeout
         self._on_disconnect = on_disconnect
         self._on_close = on_close
+        self._buffer = buffer
         self._headers = [(b"content-type", self.media_type)] + [
             (name.lower().encode(), value.encode()) for name, value in headers.items()
         ]
         self._sending_since: float | None = None
         self._stalled = False
+        self._gone = False  # the client left (or its connection was reset)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -54,6 +100,8 @@ class EventStreamResponse:
             self._on_close()
 
     async def _respond(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._buffer is not None:
+            limit_send_buffer(scope, max(self._buffer - PROCESS_SHARE, KERNEL_LEAST))
         await send({"type": "http.response.start", "status": 200, "headers": self._headers})
         if scope.get("method") == "HEAD":
             await self._frames.aclose()
@@ -64,6 +112,8 @@ class EventStreamResponse:
         watcher = asyncio.create_task(self._watch(receive, send, writer))
         try:
             async for frame in self._frames:
+                if self._gone:  # writes to a closed connection do nothing: stop making them
+                    break
                 await self._send(send, frame)
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except asyncio.CancelledError:
@@ -82,8 +132,18 @@ class EventStreamResponse:
             await self._frames.aclose()
 
     async def _send(self, send: Send, frame: bytes) -> None:
-        self._sending_since = time.monotonic()
-        await send({"type": "http.response.body", "body": frame, "more_body": True})
+        """Write ``frame``, a piece at a time when it is big, letting other tasks run between pieces;
+        ``_sending_since`` is set from the first piece to the last, so no heartbeat comes between them."""
+        if len(frame) <= PIECE:
+            self._sending_since = time.monotonic()
+            await send({"type": "http.response.body", "body": frame, "more_body": True})
+        else:
+            for piece in pieces(frame):
+                if self._gone:
+                    break
+                self._sending_since = time.monotonic()  # each write may wait ``send_timeout``
+                await send({"type": "http.response.body", "body": piece, "more_body": True})
+                await asyncio.sleep(0)  # a big frame to many streams must not hold the loop
         self._sending_since = None
 
     async def _watch(self, receive: Receive, send: Send, writer: asyncio.Task[None]) -> None:
@@ -112,5 +172,6 @@ class EventStreamResponse:
                         return
                 continue
             if message["type"] == "http.disconnect":
+                self._gone = True
                 self._on_disconnect()
                 return

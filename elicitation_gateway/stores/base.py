@@ -10,7 +10,7 @@ exactly one of the two, whoever finishes it.
 """
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from elicitation_gateway import events
@@ -26,7 +26,7 @@ class Subscription(ABC):
     when the subscriber fell too far behind (it reconnects and replays).
     """
 
-    backlog: list[events.Event]
+    backlog: Sequence[events.Event]
 
     @abstractmethod
     def __aiter__(self) -> AsyncIterator[events.Event]: ...

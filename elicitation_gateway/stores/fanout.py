@@ -6,7 +6,7 @@ it from the shared event stream.
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 
 from elicitation_gateway import events
 from elicitation_gateway.stores.base import Subscription
@@ -19,7 +19,7 @@ class LocalSubscription(Subscription):
     """One stream's queue of events, fed by :class:`Subscribers`; dropped when it falls ``limit``
     events behind."""
 
-    def __init__(self, members: "Subscribers", backlog: list[events.Event], limit: int) -> None:
+    def __init__(self, members: "Subscribers", backlog: Sequence[events.Event], limit: int) -> None:
         self.backlog = backlog
         self._members = members
         self._queue: deque[events.Event] = deque()

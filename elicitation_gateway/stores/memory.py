@@ -10,7 +10,7 @@ import contextlib
 import itertools
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from elicitation_gateway import events
@@ -50,6 +50,8 @@ class MemoryIndex:
         self._finished: dict[str, Record] = {}
         self._done: dict[str, asyncio.Event] = {}  # only for records someone waits on
         self._announcements: dict[str, events.Event] = {}  # question.asked for (re)subscribers
+        self._announced_snapshot: tuple[events.Event, ...] = ()
+        self._announced_version = (0, 0)
         self._forget_at = Deadlines(self._forget)  # finished records, kept for ``result_ttl``
         self._history: deque[events.Event] = deque()
         self._history_seq: dict[str, int] = {}
@@ -144,13 +146,23 @@ class MemoryIndex:
     def subscribe(self, last_event_id: str | None = None) -> LocalSubscription:
         seq = self._history_seq.get(last_event_id) if last_event_id else None
         if seq is None:
-            backlog = list(self._announcements.values())  # in the order asked, as pending is
+            backlog = self._announced()
         else:
             first = self._seq - len(self._history) + 1
             backlog = list(itertools.islice(self._history, seq - first + 1, None))
         subscription = LocalSubscription(self._subscribers, backlog, self._subscriber_queue)
         self._subscribers.add(subscription)
         return subscription
+
+    def _announced(self) -> Sequence[events.Event]:
+        """Every pending question's ``question.asked``, in the order asked: one tuple shared by every
+        subscriber until the next change (a list of each, for thousands of pending questions and
+        thousands of streams opening at once, would hold megabytes until every one was written)."""
+        version = (self._seq, len(self._announcements))  # every change publishes, or restores one
+        if self._announced_version != version:
+            self._announced_snapshot = tuple(self._announcements.values())
+            self._announced_version = version
+        return self._announced_snapshot
 
     # ---------------------------------------------------------------------------------------------
 

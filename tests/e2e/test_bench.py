@@ -196,6 +196,25 @@ def test_big_asks_measure_what_is_taken_memory_and_the_loop(quick_run):
 
 
 @pytest.mark.timeout(180)
+def test_stalled_subscribers_measure_what_each_holds_and_when_it_is_dropped(quick_run):
+    results, stdout = quick_run
+    held = results["stalled"]
+    assert held["subscribers"] == 10
+    assert held["big_questions"] == 2
+    assert held["backlog_mb"] > 1
+    assert held["subscribers_held"] == 10  # each was open when memory was read
+    assert held["seconds_until_dropped"] is not None  # and each was dropped
+    assert isinstance(held["rss_per_subscriber_kb"], float)
+    assert held["kernel_send_queue_per_subscriber_kb"] > 0
+    assert held["livez_connecting"]["max_ms"] is not None
+    assert held["livez_dropping"]["max_ms"] is not None
+    assert held["loop_lag"]["max_ms"] is not None
+    assert held["loop_lag_dropping"]["max_ms"] is not None
+    assert len(held["each_run"]) == RUNS
+    assert "Stalled subscribers (10 that never read" in stdout
+
+
+@pytest.mark.timeout(180)
 def test_proxy_passthrough_is_measured_beside_the_bare_upstream(quick_run):
     results, printed = quick_run
     (row,) = results["proxy"]["rows"]

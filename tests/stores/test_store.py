@@ -214,6 +214,25 @@ async def test_subscribing_without_an_id_reannounces_every_pending_question(make
     subscription.close()
 
 
+async def test_subscribers_share_one_reannouncement_until_the_next_change(request):
+    """Thousands of streams opening at once with thousands pending must not each hold a list of them."""
+    for store in (MemoryStore(), sqlite_store(request)):
+        await store.start()
+        await store.add(record("que_1"))
+        first, second = await store.subscribe(), await store.subscribe()
+        assert first.backlog is second.backlog
+        await store.add(record("que_2"))
+        third = await store.subscribe()
+        assert [e.properties["id"] for e in third.backlog] == ["que_1", "que_2"]
+        assert [e.properties["id"] for e in first.backlog] == ["que_1"]  # what it was given stays
+        await store.finish("que_1", "cancelled", {"action": "cancel"})
+        fourth = await store.subscribe()
+        assert [e.properties["id"] for e in fourth.backlog] == ["que_2"]
+        for subscription in (first, second, third, fourth):
+            subscription.close()
+        await store.close()
+
+
 async def test_subscribing_with_a_known_id_replays_what_came_after(make_store):
     store = await make_store()
     watcher = await store.subscribe()

@@ -34,7 +34,7 @@ from elicitation_gateway.server.bridge.upstream import (
 )
 from elicitation_gateway.server.routes import questions, streams
 from elicitation_gateway.server.routes.parsing import directory_of
-from elicitation_gateway.server.sse import EventStreamResponse
+from elicitation_gateway.server.sse import EventStreamResponse, backlog_chunks
 from elicitation_gateway.stores.base import Subscription
 
 logger = logging.getLogger(__name__)
@@ -174,6 +174,7 @@ async def _merged_stream(request: Request, frame_of: Callable[[events.Event], by
         on_disconnect=subscription.close,
         on_close=closed,
         headers=streams.HEADERS,
+        buffer=gateway.settings.subscriber_buffer,
     )
 
 
@@ -229,9 +230,10 @@ class _Merge:
             if not first:
                 return
             yield first
-            backlog = self._backlog()
-            if backlog:
-                yield backlog
+            for chunk, count in backlog_chunks(self._frame_of(e) for e in self._subscription.backlog):
+                self._metrics.events_sent.inc(count)
+                yield chunk
+                await asyncio.sleep(0)  # a long backlog must not hold the loop from others
             self._tasks = [
                 asyncio.create_task(self._pump_upstream(chunks, splitter)),
                 asyncio.create_task(self._pump_gateway()),
@@ -265,11 +267,6 @@ class _Merge:
         except (httpx.HTTPError, FrameTooLarge) as error:
             logger.info("the OpenCode server's event stream failed: %s", str(error) or repr(error))
         return b""
-
-    def _backlog(self) -> bytes:
-        frames = [frame for e in self._subscription.backlog if (frame := self._frame_of(e)) is not None]
-        self._metrics.events_sent.inc(len(frames))
-        return b"".join(frames)
 
     async def _pump_upstream(self, chunks: AsyncIterator[bytes], splitter: FrameSplitter) -> None:
         try:

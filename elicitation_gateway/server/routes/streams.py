@@ -10,11 +10,9 @@ from elicitation_gateway import events
 from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.gateway import Gateway, TooManySubscribers, normalize_directory
 from elicitation_gateway.server.routes.parsing import directory_of
-from elicitation_gateway.server.sse import EventStreamResponse
+from elicitation_gateway.server.sse import EventStreamResponse, backlog_chunks
 
 HEADERS = {"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"}
-BACKLOG_CHUNK = 64 * 1024
-"""Missed events are written in chunks of about this many bytes, not one write per event."""
 
 
 async def event(request: Request) -> Response:
@@ -43,20 +41,11 @@ async def _stream(
     async def frames() -> AsyncGenerator[bytes, None]:
         metrics.events_sent.inc()
         yield frame_of(events.connected()) or b""
-        chunk: list[bytes] = []
-        size = 0
-        for missed in subscription.backlog:
-            if (frame := frame_of(missed)) is not None:
-                chunk.append(frame)
-                size += len(frame)
-                if size >= BACKLOG_CHUNK:
-                    metrics.events_sent.inc(len(chunk))
-                    yield b"".join(chunk)
-                    chunk, size = [], 0
-                    await asyncio.sleep(0)  # a long backlog must not hold the loop from others
-        if chunk:
-            metrics.events_sent.inc(len(chunk))
-            yield b"".join(chunk)
+        # The frames are made (or found, made once for every stream) a chunk at a time, as it is written.
+        for chunk, count in backlog_chunks(frame_of(missed) for missed in subscription.backlog):
+            metrics.events_sent.inc(count)
+            yield chunk
+            await asyncio.sleep(0)  # a long backlog must not hold the loop from others
         async for published in subscription:  # ends when the subscription is closed
             if (frame := frame_of(published)) is not None:
                 metrics.events_sent.inc()
@@ -74,4 +63,5 @@ async def _stream(
         on_disconnect=subscription.close,
         on_close=lambda: gateway.unsubscribe(subscription),
         headers=HEADERS,
+        buffer=gateway.settings.subscriber_buffer,
     )
