@@ -178,6 +178,7 @@ class Gateway:
         # Finishes the store could not take when they were due (it was unreachable): id -> the reason
         # (EXPIRY, or why it is withdrawn). Retried in the background, and before anything else.
         self._owed: dict[str, str] = {}
+        self._retractions: dict[str, Record] = {}  # owed finishes of asks that failed: their records
         self._settler: asyncio.Task[None] | None = None
         self._orphan_watch: asyncio.Task[None] | None = None
         self.notifier: Notifier | None = None
@@ -331,7 +332,12 @@ class Gateway:
         try:
             await self.store.add(record)
         except BaseException:
+            # The store may have kept it all the same (a write whose reply never came: Redis stalled)
+            # or may yet (a write still on its way): the ask is refused, so it is undone, now or as soon
+            # as the store answers, and a question.asked it made is followed by question.rejected.
             self.pending_bytes.remove(record.id)
+            self._retractions[record.id] = record
+            self._owe(record.id, "its ask failed")
             raise
         self.metrics.asked.inc()
         self._schedule_expiry(record.id, timeout)
@@ -640,6 +646,18 @@ class Gateway:
         record = await self.store.finish(request_id, status, result, answers)
         if record is None:
             return None
+        self._finished(record, reason, defaulted=defaulted)
+        return record
+
+    async def _retract(self, record: Record, reason: str) -> None:
+        """Undo an ask whose store write failed (:meth:`.Store.retract`)."""
+        finished = await self.store.retract(record)
+        if finished is not None:
+            self._finished(finished, reason)
+
+    def _finished(self, record: Record, reason: str, *, defaulted: bool = False) -> None:
+        """What finishing a record changes here: its charge, its timer, metrics and the log."""
+        request_id, status = record.id, record.status
         self.pending_bytes.remove(request_id)
         self._timeouts.discard(request_id)
         if self.notifier is not None:
@@ -656,7 +674,6 @@ class Gateway:
             duration,
             extra={"elicitation": request_id, "outcome": status, "duration": round(duration, 3)},
         )
-        return record
 
     def _schedule_expiry(self, request_id: str, delay: float) -> None:
         self._timeouts.set(request_id, delay)
@@ -709,7 +726,10 @@ class Gateway:
         """Make every owed finish, oldest first; raises :class:`StoreUnavailable` at the first the store
         cannot take yet."""
         for request_id, reason in list(self._owed.items()):
-            if reason == EXPIRY:
+            if (unsure := self._retractions.get(request_id)) is not None:
+                await self._retract(unsure, reason)
+                self._retractions.pop(request_id, None)
+            elif reason == EXPIRY:
                 await self._expire_now(request_id)
             else:
                 await self._finish(request_id, "cancelled", {"action": CANCEL}, reason=reason)

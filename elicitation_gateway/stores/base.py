@@ -124,6 +124,17 @@ class Store(ABC):
         Publishes ``question.replied`` with ``answers``, or ``question.rejected`` when they are None.
         """
 
+    async def retract(self, record: Record) -> Record | None:
+        """Undo an :meth:`add` of ``record`` whose outcome is unknown (it raised: the store may have
+        kept the record, or may still): a pending record is finished ``cancelled`` (publishing
+        ``question.rejected``) and returned; one never kept stays so. An embedded store keeps nothing
+        when its add fails, so a record it does not hold is simply not there. A remote store must
+        also make sure that the add, should it still arrive, keeps nothing (the Redis store does)."""
+        current = await self.get(record.id)
+        if current is None or not current.pending:
+            return None
+        return await self.finish(record.id, "cancelled", {"action": "cancel"})
+
     @abstractmethod
     async def wait(self, request_id: str, seconds: float) -> Record | None:
         """The record as soon as it is finished, or as it is after ``seconds``."""

@@ -4,6 +4,7 @@ is finished as soon as Redis answers, before anyone can answer it. A real ``redi
 append-only file (so a restart keeps the questions), a real gateway, real HTTP and MCP clients."""
 
 import asyncio
+import signal
 from typing import Any
 
 import httpx
@@ -139,3 +140,39 @@ async def _late(server: Any, request_id: str) -> None:
 
 async def _is(client: httpx.AsyncClient, request_id: str, expected: str) -> bool:
     return await status(client, request_id) == expected
+
+
+async def test_an_ask_refused_while_redis_stalls_is_made_nowhere(make_server, make_redis_server):
+    """Redis frozen (SIGSTOP) across an ask: the write's reply never comes, the tool gets 503, and the
+    write lands when Redis resumes. The refused ask is undone as soon as Redis answers, whichever
+    arrives first: nothing the tool was told failed stays pending, and a question.asked it made is
+    followed by its question.rejected."""
+    redis = make_redis_server().start()
+    assert redis.process is not None
+    server = make_server(store=redis.url)
+    async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+        async with read_events(client) as events:
+            before = (await client.post("/elicitations", json=form(COLOR_SCHEMA, "Before"))).json()["id"]
+            marker = (await events.next("question.asked")).id
+            await client.delete(f"/elicitations/{before}")
+
+        redis.process.send_signal(signal.SIGSTOP)
+        try:
+            refused = await client.post("/elicitations", json=form(COLOR_SCHEMA, "In the stall"))
+        finally:
+            redis.process.send_signal(signal.SIGCONT)
+        assert refused.status_code == 503
+        assert refused.json()["error"] == "store_unavailable"
+
+        await until(lambda: not server.gateway._owed, timeout=30, what="the refused ask is undone")
+        await until(lambda: ready(client), timeout=30, what="the gateway is ready again")
+        retried = await client.post("/elicitations", json=form(COLOR_SCHEMA, "In the stall"))
+        assert retried.status_code == 201
+        assert [request["id"] for request in (await client.get("/question")).json()] == [retried.json()["id"]]
+
+        async with read_events(client, headers={"Last-Event-ID": marker}) as replay:
+            while (await replay.next("question.asked")).properties["id"] != retried.json()["id"]:
+                pass
+        asked = {frame.properties["id"] for frame in replay.seen if frame.type == "question.asked"}
+        ended = {frame.properties["requestID"] for frame in replay.seen if frame.type == "question.rejected"}
+        assert asked - ended == {retried.json()["id"]}, "a question.asked with no end"

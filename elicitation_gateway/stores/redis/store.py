@@ -40,6 +40,7 @@ from elicitation_gateway.stores.redis.scripts import (
     CLAIM_ORPHAN,
     CLAIM_WAITS,
     FINISH,
+    RETRACT,
     HeldConnection,
     ScriptBatches,
 )
@@ -380,8 +381,10 @@ class RedisStore(Store):
                     self._stream_length,
                 ],
             )
-        self._cache.keep(record)
-        if appended is not None:  # None: a retry, after a lost reply, of this add; the loop counts it
+        # None: the record was there already: a retry, after a lost reply, of this add (the loop counts
+        # it), or an add that comes after its retraction (kept finished: not pending, never cached).
+        if appended is not None:
+            self._cache.keep(record)
             self._count_own(appended, session_id)
 
     async def get(self, request_id: str) -> Record | None:
@@ -440,6 +443,35 @@ class RedisStore(Store):
         if appended != 0:  # 0: a retry, after a lost reply, of this finish; the loop counts it
             self._count_own(appended, session_id)
         self._hand_to_waiters(finished)  # now, rather than when the loop reads the finish back
+        return finished
+
+    async def retract(self, record: Record) -> Record | None:
+        """In one script, whichever comes first, the add or this: a pending record is finished, and
+        one not there yet is kept finished, so that its add never makes it pending. That finished
+        record lasts at least until the question would have expired: an add that arrives even later
+        is expired at once by every replica's timer."""
+        finished = record.finished("cancelled", {"action": "cancel"})
+        session_id = record.request.sessionID
+        retention = max(self._result_ttl_ms, round((record.expires_at - time.time()) * 1000))
+        with self._reachable():
+            appended = await self._scripts_batched.run(
+                RETRACT,
+                self._keys(record.id),
+                [
+                    record.id,
+                    finished.model_dump_json(),
+                    retention,
+                    session_id,
+                    encode(finished.finished_event(None)),
+                    self._stream_length,
+                ],
+            )
+        self._cache.finished(record.id)
+        if appended is None or appended == 1:  # answered first, or the add never made it pending
+            return None
+        if appended != 0:
+            self._count_own(appended, session_id)
+        self._hand_to_waiters(finished)
         return finished
 
     async def wait(self, request_id: str, seconds: float) -> Record | None:
