@@ -11,7 +11,7 @@ import math
 import posixpath
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from elicitation_gateway import events, ids
@@ -95,8 +95,26 @@ class Caller:
     key: str
     digest: str = ""
     exclusive: bool = False
-    """Whether one call at a time may hold ``key`` (an ``Idempotency-Key``): another while it waits is
-    refused, where two identical MCP calls, both connected, are two questions."""
+    """Whether ``key`` names one question from the start of the first call (an ``Idempotency-Key`` on
+    ``POST /elicit``): calls of that key at once, or while it waits, wait on that one question, where
+    two identical MCP calls, both connected, are two questions."""
+    proven: bool = False
+    """Whether ``key`` holds something only this caller has (an ``Idempotency-Key``), not only what
+    any caller with the same credentials could send: only then is an answer given while the caller was
+    away handed to the call that comes back."""
+
+
+@dataclass
+class _Hold:
+    """An ``Idempotency-Key`` held on this process, from the start of its first call until the last
+    call waiting under it is gone: its question (None: the call asking went away first; ask again)."""
+
+    digest: str
+    record: "asyncio.Future[Record | None]"
+    holders: int = 1
+    orphaning: bool = False
+    """The last call went away; the key is free once its question is kept for it (see ``gone``)."""
+    gone: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 @dataclass(frozen=True)
@@ -117,10 +135,6 @@ class WaitStatus:
 
 class KeyReused(Exception):
     """An ``Idempotency-Key`` used again with another body."""
-
-
-class KeyInUse(Exception):
-    """An ``Idempotency-Key`` held by a call that still waits (on this process)."""
 
 
 MAX_ID_LENGTH = 200
@@ -170,9 +184,9 @@ class Gateway:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
         # questions whose tool waits on this process (``POST /elicit``, ``/mcp``)
-        self._waiting: set[str] = set()
+        self._waiting: dict[str, int] = {}  # -> how many wait (calls of one Idempotency-Key share one)
         self._beaten: dict[str, float] = {}  # when each waiting caller was last told how it stands
-        self._live_keys: dict[str, str] = {}  # Idempotency-Keys of calls waiting here -> their digest
+        self._holds: dict[str, _Hold] = {}  # Idempotency-Keys of calls asking or waiting here
         self._orphaned: set[str] = set()  # questions whose caller went away, kept for it to come back
         self._watcher: asyncio.Task[None] | None = None
         # Finishes the store could not take when they were due (it was unreachable): id -> the reason
@@ -412,25 +426,73 @@ class Gateway:
         self, message: str, schema: Any, options: AskOptions, caller: Caller | None = None
     ) -> Record:
         """:meth:`ask`, unless ``caller`` left a question orphaned within the re-attach window: then that
-        question, pending (its wait goes on) or finished while the caller was away (its result, once).
-        Raises :class:`KeyReused` when the orphan was asked with another body."""
-        if caller is not None and caller.exclusive and (live := self._live_keys.get(caller.key)) is not None:
-            if live != caller.digest:
+        question, pending (its wait goes on) or, for a ``proven`` caller, finished while the caller was
+        away (its result, once). An ``exclusive`` caller's key is held from the start: calls of that key
+        meanwhile wait for its question and attach to it. Raises :class:`KeyReused` when the key's
+        question was asked with another body. The :meth:`final_result` of an ``exclusive`` caller
+        must follow (it gives the hold back)."""
+        if caller is None:
+            return await self.ask(message, schema, options)
+        if not caller.exclusive:
+            return await self._claim_or_ask(message, schema, options, caller)
+        while (hold := self._holds.get(caller.key)) is not None:
+            if hold.digest != caller.digest:
                 raise KeyReused("this Idempotency-Key was used with another body")
-            raise KeyInUse("a request with this Idempotency-Key still waits; retry once it has gone")
-        if caller is not None:
-            while True:
-                try:
-                    request_id = await self.store.claim_orphan(caller.key, caller.digest)
-                except DigestMismatch:
-                    raise KeyReused("this Idempotency-Key was used with another body") from None
-                if request_id is None:
-                    break
-                record = await self.store.get(request_id)
-                if record is not None:
-                    logger.info("elicitation %s attached to again by its caller", record.id)
-                    return record
-        return await self.ask(message, schema, options)
+            if hold.orphaning:  # the last call under it went away: its question is being orphaned
+                await hold.gone.wait()
+                continue
+            hold.holders += 1
+            try:
+                record = await asyncio.shield(hold.record)
+            except BaseException:
+                self._release(caller, hold)
+                raise
+            if record is not None:
+                logger.info("elicitation %s attached to by a call of the same Idempotency-Key", record.id)
+                return record
+            self._release(caller, hold)  # the call asking went away before its question was made: ask
+        hold = self._holds[caller.key] = _Hold(caller.digest, asyncio.get_running_loop().create_future())
+        try:
+            record = await self._claim_or_ask(message, schema, options, caller)
+        except BaseException as error:
+            # The key is free at once; those waiting on it get the same refusal, or ask again.
+            del self._holds[caller.key]
+            hold.gone.set()
+            if isinstance(error, asyncio.CancelledError):
+                hold.record.set_result(None)
+            else:
+                hold.record.set_exception(error)
+                hold.record.exception()  # retrieved: nobody else may be waiting
+            raise
+        hold.record.set_result(record)
+        return record
+
+    async def _claim_or_ask(self, message: str, schema: Any, options: AskOptions, caller: Caller) -> Record:
+        while True:
+            try:
+                request_id = await self.store.claim_orphan(caller.key, caller.digest)
+            except DigestMismatch:
+                raise KeyReused("this Idempotency-Key was used with another body") from None
+            if request_id is None:
+                return await self.ask(message, schema, options)
+            record = await self.store.get(request_id)
+            if record is None:
+                continue
+            if record.pending or caller.proven:
+                logger.info("elicitation %s attached to again by its caller", record.id)
+                return record
+            # Finished while its caller was away, and nothing shows this call is that caller (another
+            # agent with the same credentials asks the same): its answer goes to nobody.
+            logger.info("elicitation %s finished while its caller was away; asked anew", record.id)
+
+    def _release(self, caller: Caller | None, hold: _Hold | None) -> None:
+        """One call under ``caller``'s key, ``hold``, is done; the key is free once the last one is."""
+        if caller is None or hold is None:
+            return
+        hold.holders -= 1
+        if hold.holders <= 0 and self._holds.get(caller.key) is hold:
+            del self._holds[caller.key]
+            hold.gone.set()
 
     async def final_result(
         self,
@@ -453,20 +515,32 @@ class Gateway:
         else once the store answers, and a reply after ``expires_at`` is refused: no answer arrives that
         nobody collects.
         """
+        hold = self._holds.get(caller.key) if caller is not None and caller.exclusive else None
         if record.result is not None:  # finished while its caller was away: the result, once
+            self._release(caller, hold)
             return record.result
-        with self.tool_waiting(record.id), self._holding(caller):
-            try:
-                return await self._wait_for_result(record, heartbeat)
-            except asyncio.CancelledError:
-                # No await here: the cancelled caller could be cancelled again at the next one.
-                if caller is not None and self.settings.reattach_window > 0:
-                    self._orphan_later(record, caller)
-                else:
-                    self._owe(record.id, "withdrawn")
-                raise
-            finally:
-                self._beaten.pop(record.id, None)
+        orphaning = False
+        try:
+            with self.tool_waiting(record.id):
+                try:
+                    return await self._wait_for_result(record, heartbeat)
+                except asyncio.CancelledError:
+                    # No await here: the cancelled caller could be cancelled again at the next one.
+                    if hold is not None and hold.holders > 1:
+                        pass  # other calls of its key still wait on the question
+                    elif caller is not None and self.settings.reattach_window > 0:
+                        orphaning = True
+                        if hold is not None:  # calls of its key wait until the orphan is kept
+                            hold.orphaning = True
+                        self._orphan_later(record, caller, hold)
+                    else:
+                        self._owe(record.id, "withdrawn")
+                    raise
+                finally:
+                    self._beaten.pop(record.id, None)
+        finally:
+            if not orphaning:
+                self._release(caller, hold)
 
     async def _wait_for_result(
         self, record: Record, heartbeat: Callable[[WaitStatus], Awaitable[None]] | None
@@ -512,23 +586,13 @@ class Gateway:
         except Exception as error:  # a caller that cannot be told is cancelled by its transport, if gone
             logger.debug("elicitation %s: could not tell its caller how it stands: %s", record.id, error)
 
-    @contextlib.contextmanager
-    def _holding(self, caller: Caller | None) -> Iterator[None]:
-        if caller is None or not caller.exclusive:
-            yield
-            return
-        self._live_keys[caller.key] = caller.digest
-        try:
-            yield
-        finally:
-            self._live_keys.pop(caller.key, None)
-
-    def _orphan_later(self, record: Record, caller: Caller) -> None:
-        """Keep ``record`` for its caller to come back to (made on a task: its caller is cancelled)."""
+    def _orphan_later(self, record: Record, caller: Caller, hold: _Hold | None) -> None:
+        """Keep ``record`` for its caller to come back to (made on a task: its caller is cancelled).
+        Calls of its key meanwhile wait for ``hold`` to be gone, and then claim it."""
         self._orphaned.add(record.id)
-        self._spawn(self._orphan(record, caller))
+        self._spawn(self._orphan(record, caller, hold))
 
-    async def _orphan(self, record: Record, caller: Caller) -> None:
+    async def _orphan(self, record: Record, caller: Caller, hold: _Hold | None) -> None:
         window = self.settings.reattach_window
         try:
             await self.store.orphan(caller.key, record.id, caller.digest, window)
@@ -536,6 +600,8 @@ class Gateway:
             self._orphaned.discard(record.id)
             self._owe(record.id, "withdrawn")
             return
+        finally:
+            self._release(caller, hold)  # the key is free: the next call of it claims the orphan
         self._orphan_windows.set(record.id, window)
         logger.info("elicitation %s: its caller went away; kept for it for %g s", record.id, window)
 
@@ -564,14 +630,17 @@ class Gateway:
         """A tool waits on this process for the answer: shutdown gives it ``cancel``. The store hears
         when it stops, unless the question's finish is still owed (after a crash, the store must
         still name it abandoned)."""
-        self._waiting.add(request_id)
+        self._waiting[request_id] = self._waiting.get(request_id, 0) + 1
         self.store.tool_waits(request_id)
         try:
             yield
         finally:
-            self._waiting.discard(request_id)
-            if request_id not in self._owed and request_id not in self._orphaned:
-                self.store.tool_done(request_id)
+            if self._waiting[request_id] > 1:
+                self._waiting[request_id] -= 1
+            else:
+                del self._waiting[request_id]
+                if request_id not in self._owed and request_id not in self._orphaned:
+                    self.store.tool_done(request_id)
 
     async def withdraw(self, request_id: str) -> Record:
         """The tool no longer wants an answer: ``cancelled``, and answerers see ``question.rejected``."""
