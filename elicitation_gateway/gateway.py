@@ -28,7 +28,7 @@ from elicitation_gateway.records import OnTimeout, Record, Status
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores import make_store
 from elicitation_gateway.stores.base import Store, StoreUnavailable, Subscription
-from elicitation_gateway.stores.orphans import DigestMismatch
+from elicitation_gateway.stores.orphans import DigestMismatch, HeldKey
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,9 @@ STORE_RETRY = 1.0
 """Seconds between two tries of a store that cannot be reached or written, for a tool waiting on it,
 for owed finishes, and between two looks for questions abandoned by a gone replica."""
 EXPIRY = "timed out"
+KEY_POLL = 0.05
+"""Seconds between two looks at a question that a call of the same Idempotency-Key on another replica
+is asking."""
 """An owed finish that is the question's expiry (``cancel``, or the defaults), not a withdrawal."""
 
 
@@ -115,6 +118,8 @@ class _Hold:
     orphaning: bool = False
     """The last call went away; the key is free once its question is kept for it (see ``gone``)."""
     gone: asyncio.Event = field(default_factory=asyncio.Event)
+    shared: HeldKey | None = None
+    """The key as held in the store, across processes, by this process's calls."""
 
 
 @dataclass(frozen=True)
@@ -319,10 +324,12 @@ class Gateway:
     # ---------------------------------------------------------------------------------------------
     # Tool side
 
-    async def ask(self, message: str, schema: Any, options: AskOptions = AskOptions()) -> Record:
-        """Create a pending record; raises :class:`.SchemaError` for a schema it cannot ask,
-        :class:`LimitExceeded` when the pending limits are full, :class:`TooLarge` for a question larger
-        than a session may hold."""
+    async def ask(
+        self, message: str, schema: Any, options: AskOptions = AskOptions(), request_id: str | None = None
+    ) -> Record:
+        """Create a pending record (``request_id``: chosen already); raises :class:`.SchemaError` for a
+        schema it cannot ask, :class:`LimitExceeded` when the pending limits are full,
+        :class:`TooLarge` for a question larger than a session may hold."""
         if self._closing:
             raise ShuttingDown("the gateway is shutting down")
         form = await self._form(schema, message)
@@ -330,7 +337,9 @@ class Gateway:
             _check_defaults(form)
         session_id = options.session_id or self.default_session_id
         await self._check_count(session_id)
-        request = QuestionRequest.new(ids.question_id(), session_id, list(form.questions), options.tool)
+        request = QuestionRequest.new(
+            request_id or ids.question_id(), session_id, list(form.questions), options.tool
+        )
         if len(form.fields) > SOFT_QUESTION_LIMIT:
             logger.warning(
                 "elicitation %s asks %d questions; more than %d are hard to answer well",
@@ -453,11 +462,12 @@ class Gateway:
             self._release(caller, hold)  # the call asking went away before its question was made: ask
         hold = self._holds[caller.key] = _Hold(caller.digest, asyncio.get_running_loop().create_future())
         try:
-            record = await self._claim_or_ask(message, schema, options, caller)
+            record = await self._join_and_ask(message, schema, options, caller, hold)
         except BaseException as error:
             # The key is free at once; those waiting on it get the same refusal, or ask again.
             del self._holds[caller.key]
             hold.gone.set()
+            self._let_go(caller, hold, free=True)
             if isinstance(error, asyncio.CancelledError):
                 hold.record.set_result(None)
             else:
@@ -467,15 +477,70 @@ class Gateway:
         hold.record.set_result(record)
         return record
 
-    async def _claim_or_ask(self, message: str, schema: Any, options: AskOptions, caller: Caller) -> Record:
+    async def _join_and_ask(
+        self, message: str, schema: Any, options: AskOptions, caller: Caller, hold: _Hold
+    ) -> Record:
+        """The question of ``caller``'s key, held in the store across processes: asked (or an orphan
+        claimed) by the call that holds it first, waited for by those that join."""
         while True:
+            request_id = ids.question_id()
             try:
-                request_id = await self.store.claim_orphan(caller.key, caller.digest)
+                joined = await self.store.join_key(caller.key, caller.digest, request_id)
             except DigestMismatch:
                 raise KeyReused("this Idempotency-Key was used with another body") from None
-            if request_id is None:
-                return await self.ask(message, schema, options)
-            record = await self.store.get(request_id)
+            if joined is None:  # its last call went away on another replica: its question is being kept
+                await asyncio.sleep(KEY_POLL)
+                continue
+            hold.shared = joined
+            if joined.first:
+                break
+            if (record := await self._asked_elsewhere(caller, joined)) is not None:
+                logger.info("elicitation %s attached to by a call of the same Idempotency-Key", record.id)
+                return record
+            hold.shared = None  # freed with no question (its ask was refused): hold it anew
+        record = await self._claim_or_ask(message, schema, options, caller, request_id)
+        if record.id != request_id:
+            await self.store.rekey(caller.key, joined.epoch, record.id)
+        return record
+
+    async def _asked_elsewhere(self, caller: Caller, joined: HeldKey) -> Record | None:
+        """The question a call of the key on another replica asks, once asked; None if that call lets
+        go of the key without one."""
+        request_id = joined.request_id
+        while (record := await self.store.get(request_id)) is None:
+            held = await self.store.held_key(caller.key)
+            if held is None or held.epoch != joined.epoch:
+                return None
+            if held.request_id == request_id:
+                await asyncio.sleep(KEY_POLL)
+            request_id = held.request_id
+        return record
+
+    def _let_go(self, caller: Caller, hold: _Hold, *, free: bool = False) -> None:
+        """This process's calls of the key are gone: the store hears it (on a task of its own, since
+        they may be cancelled); ``free`` frees the key if this process took it."""
+        shared, hold.shared = hold.shared, None
+        if shared is not None:
+            self._spawn(self._leave_key(caller, shared, free=free and shared.first))
+
+    async def _leave_key(self, caller: Caller, shared: HeldKey, *, free: bool) -> None:
+        with contextlib.suppress(StoreUnavailable):  # its lease lapses
+            if free:
+                await self.store.free_key(caller.key, shared.epoch)
+            else:
+                await self.store.leave_key(caller.key, shared.epoch)
+
+    async def _claim_or_ask(
+        self, message: str, schema: Any, options: AskOptions, caller: Caller, request_id: str | None = None
+    ) -> Record:
+        while True:
+            try:
+                claimed = await self.store.claim_orphan(caller.key, caller.digest)
+            except DigestMismatch:
+                raise KeyReused("this Idempotency-Key was used with another body") from None
+            if claimed is None:
+                return await self.ask(message, schema, options, request_id)
+            record = await self.store.get(claimed)
             if record is None:
                 continue
             if record.pending or caller.proven:
@@ -493,6 +558,7 @@ class Gateway:
         if hold.holders <= 0 and self._holds.get(caller.key) is hold:
             del self._holds[caller.key]
             hold.gone.set()
+            self._let_go(caller, hold)
 
     async def final_result(
         self,
@@ -528,11 +594,12 @@ class Gateway:
                     # No await here: the cancelled caller could be cancelled again at the next one.
                     if hold is not None and hold.holders > 1:
                         pass  # other calls of its key still wait on the question
+                    elif hold is not None:  # unless calls of its key on other replicas still wait
+                        orphaning = hold.orphaning = True  # calls of its key here wait until it is kept
+                        self._orphaned.add(record.id)
+                        self._spawn(self._leave_last(record, caller, hold))
                     elif caller is not None and self.settings.reattach_window > 0:
-                        orphaning = True
-                        if hold is not None:  # calls of its key wait until the orphan is kept
-                            hold.orphaning = True
-                        self._orphan_later(record, caller, hold)
+                        self._orphan_later(record, caller, None)
                     else:
                         self._owe(record.id, "withdrawn")
                     raise
@@ -585,6 +652,30 @@ class Gateway:
             await heartbeat(status)
         except Exception as error:  # a caller that cannot be told is cancelled by its transport, if gone
             logger.debug("elicitation %s: could not tell its caller how it stands: %s", record.id, error)
+
+    async def _leave_last(self, record: Record, caller: Caller, hold: _Hold) -> None:
+        """The last call of an Idempotency-Key on this process went away: its question is kept for the
+        key (or withdrawn, without a window) unless calls of the key on other replicas still wait."""
+        keep = self.settings.reattach_window > 0
+        shared, hold.shared = hold.shared, None
+        try:
+            left = 0 if shared is None else await self.store.leave_key(caller.key, shared.epoch, keep=keep)
+        except StoreUnavailable:
+            left = 0
+        if left > 0 or not keep:
+            self._orphaned.discard(record.id)
+            if left == 0:
+                self._owe(record.id, "withdrawn")
+            elif record.id not in self._waiting:
+                self.store.tool_done(record.id)
+            self._release(caller, hold)
+            return
+        try:
+            await self._orphan(record, caller, hold)
+        finally:
+            if shared is not None:
+                with contextlib.suppress(StoreUnavailable):  # its lease lapses
+                    await self.store.free_key(caller.key, shared.epoch)
 
     def _orphan_later(self, record: Record, caller: Caller, hold: _Hold | None) -> None:
         """Keep ``record`` for its caller to come back to (made on a task: its caller is cancelled).

@@ -259,3 +259,54 @@ if #ids > 0 then
 end
 return #ids
 """)
+
+JOIN_KEY = Script("""
+-- KEYS: the key's hold (a hash: e epoch, q question id, d digest, n holders, o kept for an orphan)
+-- ARGV: a new epoch, the question id to hold it for, the digest of the joining call, lease (ms)
+-- Returns {epoch, question id, 1} when held now by this call, {epoch, question id, 0} when joined;
+-- {} while the last call's question is being kept for it; {'', digest} when held for another digest.
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HSET', KEYS[1], 'e', ARGV[1], 'q', ARGV[2], 'd', ARGV[3], 'n', 1)
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  return {ARGV[1], ARGV[2], 1}
+end
+local held = redis.call('HMGET', KEYS[1], 'e', 'q', 'd', 'o')
+if held[3] ~= ARGV[3] then
+  return {'', held[3]}
+end
+if held[4] then
+  return {}
+end
+redis.call('HINCRBY', KEYS[1], 'n', 1)
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return {held[1], held[2], 0}
+""")
+LEAVE_KEY = Script("""
+-- KEYS: the key's hold; ARGV: the epoch joined, 1 to keep the key held when the last holder leaves
+-- Returns the holders left (-1: that holding is over); at none, the hold goes, or is kept, marked.
+if redis.call('HGET', KEYS[1], 'e') ~= ARGV[1] then
+  return -1
+end
+local left = redis.call('HINCRBY', KEYS[1], 'n', -1)
+if left <= 0 then
+  if ARGV[2] == '1' then
+    redis.call('HSET', KEYS[1], 'o', 1)
+  else
+    redis.call('DEL', KEYS[1])
+  end
+end
+return left
+""")
+REKEY = Script("""
+-- KEYS: the key's hold; ARGV: the epoch joined, what it now stands for (a field and its value), or
+-- nothing to free it. Nothing when the holding is over.
+if redis.call('HGET', KEYS[1], 'e') ~= ARGV[1] then
+  return 0
+end
+if ARGV[2] then
+  redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
+else
+  redis.call('DEL', KEYS[1])
+end
+return 1
+""")

@@ -24,7 +24,7 @@ from elicitation_gateway import events
 from elicitation_gateway.records import Record, Status
 from elicitation_gateway.stores.base import Store, StoreUnavailable
 from elicitation_gateway.stores.fanout import LocalSubscription, Subscribers
-from elicitation_gateway.stores.orphans import DigestMismatch
+from elicitation_gateway.stores.orphans import DigestMismatch, HeldKey
 from elicitation_gateway.stores.redis.cache import SLICE, PendingCache
 from elicitation_gateway.stores.redis.codec import (
     decode,
@@ -40,6 +40,9 @@ from elicitation_gateway.stores.redis.scripts import (
     CLAIM_ORPHAN,
     CLAIM_WAITS,
     FINISH,
+    JOIN_KEY,
+    LEAVE_KEY,
+    REKEY,
     RETRACT,
     HeldConnection,
     ScriptBatches,
@@ -130,6 +133,8 @@ class RedisStore(Store):
         self._record_prefix = f"{prefix}:record:"
         self._orphans_prefix = f"{prefix}:orphans:"
         self._orphaned_prefix = f"{prefix}:orphaned:"
+        self._held_prefix = f"{prefix}:held:"
+        self._joined: dict[str, str] = {}  # holds of Idempotency-Keys this replica joined -> epoch
         self._redis: Redis | None = None
         self._stream_pool: ConnectionPool | None = None
         self._stream: HeldConnection | None = None  # the loop's blocking reads of the stream
@@ -274,6 +279,7 @@ class RedisStore(Store):
                 with self._reachable():
                     await self._refresh()
                     await self._send_waits()
+                    await self._renew_keys()
                     now = time.monotonic()
                     self._alive_since = self._alive_since or now
                     if now - self._alive_since >= self._liveness:
@@ -362,6 +368,63 @@ class RedisStore(Store):
     async def end_orphan(self, request_id: str) -> bool:
         with self._reachable():
             return bool(await self._client.delete(self._orphaned_prefix + request_id))
+
+    # ---------------------------------------------------------------------------------------------
+    # Idempotency-Keys held across replicas: a hash per key, leased for three liveness periods and
+    # renewed by each replica that holds it, so that a replica gone lets go of it within that time.
+
+    @property
+    def _key_lease_ms(self) -> int:
+        return max(1, round(3 * self._liveness * 1000))
+
+    async def join_key(self, caller: str, digest: str, request_id: str) -> HeldKey | None:
+        key = self._held_prefix + _hashed(caller)
+        args = [secrets.token_hex(8), request_id, digest, self._key_lease_ms]
+        with self._reachable():
+            held = await self._scripts_batched.run(JOIN_KEY, [key], args)
+        if not held:
+            return None
+        if not held[0]:
+            raise DigestMismatch(held[1])
+        epoch, request_id, first = held
+        self._joined[key] = epoch
+        return HeldKey(epoch, request_id, first=bool(first))
+
+    async def held_key(self, caller: str) -> HeldKey | None:
+        with self._reachable():
+            epoch, request_id = await self._client.hmget(self._held_prefix + _hashed(caller), "e", "q")
+        return None if epoch is None else HeldKey(epoch, request_id, first=False)
+
+    async def rekey(self, caller: str, epoch: str, request_id: str) -> None:
+        with self._reachable():
+            await self._scripts_batched.run(
+                REKEY, [self._held_prefix + _hashed(caller)], [epoch, "q", request_id]
+            )
+
+    async def leave_key(self, caller: str, epoch: str, *, keep: bool = False) -> int:
+        key = self._held_prefix + _hashed(caller)
+        if self._joined.get(key) == epoch:  # renewed by this replica no more, unless kept by it
+            del self._joined[key]
+        with self._reachable():
+            left = int(await self._scripts_batched.run(LEAVE_KEY, [key], [epoch, "1" if keep else "0"]))
+        if keep and left == 0:
+            self._joined[key] = epoch
+        return max(0, left)
+
+    async def free_key(self, caller: str, epoch: str) -> None:
+        key = self._held_prefix + _hashed(caller)
+        if self._joined.get(key) == epoch:
+            del self._joined[key]
+        with self._reachable():
+            await self._scripts_batched.run(REKEY, [key], [epoch])
+
+    async def _renew_keys(self) -> None:
+        if not self._joined:
+            return
+        async with self._client.pipeline(transaction=False) as pipe:
+            for key in self._joined:
+                pipe.pexpire(key, self._key_lease_ms)
+            await pipe.execute()
 
     # ---------------------------------------------------------------------------------------------
     # Records
