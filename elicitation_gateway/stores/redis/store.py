@@ -135,6 +135,7 @@ class RedisStore(Store):
         self._orphaned_prefix = f"{prefix}:orphaned:"
         self._held_prefix = f"{prefix}:held:"
         self._joined: dict[str, str] = {}  # holds of Idempotency-Keys this replica joined -> epoch
+        self._unsure_joins: dict[str, str] = {}  # joins whose reply never came -> their epoch
         self._redis: Redis | None = None
         self._stream_pool: ConnectionPool | None = None
         self._stream: HeldConnection | None = None  # the loop's blocking reads of the stream
@@ -380,8 +381,18 @@ class RedisStore(Store):
     async def join_key(self, caller: str, digest: str, request_id: str) -> HeldKey | None:
         key = self._held_prefix + _hashed(caller)
         args = [secrets.token_hex(8), request_id, digest, self._key_lease_ms]
-        with self._reachable():
-            held = await self._scripts_batched.run(JOIN_KEY, [key], args)
+        try:
+            with self._reachable():
+                if (unsure := self._unsure_joins.get(key)) is not None:
+                    await self._scripts_batched.run(REKEY, [key], [unsure])
+                    self._unsure_joins.pop(key, None)
+                held = await self._scripts_batched.run(JOIN_KEY, [key], args)
+        except BaseException:
+            # Its reply never came, but the join may have landed, or may yet: freed once Redis answers
+            # (by the caller's retry, or within a liveness period), so that the retry need not wait for
+            # the lease to lapse.
+            self._unsure_joins.setdefault(key, args[0])
+            raise
         if not held:
             return None
         if not held[0]:
@@ -419,6 +430,9 @@ class RedisStore(Store):
             await self._scripts_batched.run(REKEY, [key], [epoch])
 
     async def _renew_keys(self) -> None:
+        for key, epoch in list(self._unsure_joins.items()):
+            await self._scripts_batched.run(REKEY, [key], [epoch])
+            del self._unsure_joins[key]
         if not self._joined:
             return
         async with self._client.pipeline(transaction=False) as pipe:
