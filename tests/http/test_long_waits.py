@@ -13,6 +13,7 @@ import pytest
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from elicitation_gateway.gateway import AskOptions, Caller
 from tests.helpers import COLOR_ACCEPTED, COLOR_SCHEMA, form, pending, read_events, until
 
 QUESTION = [
@@ -369,3 +370,36 @@ async def test_an_answer_given_while_a_request_was_away_reaches_only_its_key(mak
             await client.post(f"/question/{theirs.properties['id']}/reply", json={"answers": [["red"], []]})
             assert (await other).json() == {"action": "accept", "content": {"color": "red"}}
         assert (await elicit(client, "agent-a-7f3e")).json() == COLOR_ACCEPTED
+
+
+async def test_a_request_gone_while_its_key_is_being_asked_leaves_the_ask_to_the_next(make_server):
+    """The request holding a key goes away while its question is still being made (a big schema is
+    converted off the loop): the one waiting on the key asks it instead, and nothing is left held."""
+    server = make_server()
+    gateway = server.gateway
+    caller = Caller("gone-while-asked", "body", exclusive=True, proven=True)
+    big = {
+        "type": "object",
+        "properties": {f"k{n}": {"type": "string", "title": "x" * 2000} for n in range(40)},
+    }
+
+    async def race() -> tuple[str, dict[str, Any]]:
+        await gateway._converting.acquire()  # big schemas wait: the first request is still asking
+        first = asyncio.create_task(gateway.ask_or_attach("Big", big, AskOptions(), caller))
+        await until(lambda: caller.key in gateway._holds, what="the first request holds the key")
+        second = asyncio.create_task(gateway.ask_or_attach("Big", big, AskOptions(), caller))
+        await until(lambda: gateway._holds[caller.key].holders == 2, what="the second waits on the key")
+        first.cancel()
+        await asyncio.wait({first})
+        gateway._converting.release()
+        record = await second  # asked by the second request
+        waiting = asyncio.create_task(gateway.final_result(record, caller=caller))
+        await gateway.withdraw(record.id)
+        assert await waiting == {"action": "cancel"}
+        return record.id, dict(gateway._holds)
+
+    request_id, holds = server.run(race())
+    assert holds == {}
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        assert (await client.get(f"/elicitations/{request_id}")).json()["status"] == "cancelled"
+        assert (await client.get("/question")).json() == []
