@@ -11,7 +11,7 @@ import math
 import posixpath
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from elicitation_gateway import events, ids
@@ -28,7 +28,7 @@ from elicitation_gateway.records import OnTimeout, Record, Status
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores import make_store
 from elicitation_gateway.stores.base import Store, StoreUnavailable, Subscription
-from elicitation_gateway.stores.orphans import DigestMismatch
+from elicitation_gateway.stores.orphans import DigestMismatch, HeldKey
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,9 @@ STORE_RETRY = 1.0
 """Seconds between two tries of a store that cannot be reached or written, for a tool waiting on it,
 for owed finishes, and between two looks for questions abandoned by a gone replica."""
 EXPIRY = "timed out"
+KEY_POLL = 0.05
+"""Seconds between two looks at a question that a call of the same Idempotency-Key on another replica
+is asking."""
 """An owed finish that is the question's expiry (``cancel``, or the defaults), not a withdrawal."""
 
 
@@ -101,8 +104,28 @@ class Caller:
     key: str
     digest: str = ""
     exclusive: bool = False
-    """Whether one call at a time may hold ``key`` (an ``Idempotency-Key``): another while it waits is
-    refused, where two identical MCP calls, both connected, are two questions."""
+    """Whether ``key`` names one question from the start of the first call (an ``Idempotency-Key`` on
+    ``POST /elicit``): calls of that key at once, or while it waits, wait on that one question, where
+    two identical MCP calls, both connected, are two questions."""
+    proven: bool = False
+    """Whether ``key`` holds something only this caller has (an ``Idempotency-Key``), not only what
+    any caller with the same credentials could send: only then is an answer given while the caller was
+    away handed to the call that comes back."""
+
+
+@dataclass
+class _Hold:
+    """An ``Idempotency-Key`` held on this process, from the start of its first call until the last
+    call waiting under it is gone: its question (None: the call asking went away first; ask again)."""
+
+    digest: str
+    record: "asyncio.Future[Record | None]"
+    holders: int = 1
+    orphaning: bool = False
+    """The last call went away; the key is free once its question is kept for it (see ``gone``)."""
+    gone: asyncio.Event = field(default_factory=asyncio.Event)
+    shared: HeldKey | None = None
+    """The key as held in the store, across processes, by this process's calls."""
 
 
 @dataclass(frozen=True)
@@ -123,10 +146,6 @@ class WaitStatus:
 
 class KeyReused(Exception):
     """An ``Idempotency-Key`` used again with another body."""
-
-
-class KeyInUse(Exception):
-    """An ``Idempotency-Key`` held by a call that still waits (on this process)."""
 
 
 MAX_ID_LENGTH = 200
@@ -177,14 +196,15 @@ class Gateway:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
         # questions whose tool waits on this process (``POST /elicit``, ``/mcp``)
-        self._waiting: set[str] = set()
+        self._waiting: dict[str, int] = {}  # -> how many wait (calls of one Idempotency-Key share one)
         self._beaten: dict[str, float] = {}  # when each waiting caller was last told how it stands
-        self._live_keys: dict[str, str] = {}  # Idempotency-Keys of calls waiting here -> their digest
+        self._holds: dict[str, _Hold] = {}  # Idempotency-Keys of calls asking or waiting here
         self._orphaned: set[str] = set()  # questions whose caller went away, kept for it to come back
         self._watcher: asyncio.Task[None] | None = None
         # Finishes the store could not take when they were due (it was unreachable): id -> the reason
         # (EXPIRY, or why it is withdrawn). Retried in the background, and before anything else.
         self._owed: dict[str, str] = {}
+        self._retractions: dict[str, Record] = {}  # owed finishes of asks that failed: their records
         self._settler: asyncio.Task[None] | None = None
         self._orphan_watch: asyncio.Task[None] | None = None
         self.notifier: Notifier | None = None
@@ -324,10 +344,12 @@ class Gateway:
     # ---------------------------------------------------------------------------------------------
     # Tool side
 
-    async def ask(self, message: str, schema: Any, options: AskOptions = AskOptions()) -> Record:
-        """Create a pending record; raises :class:`.SchemaError` for a schema it cannot ask,
-        :class:`LimitExceeded` when the pending limits are full, :class:`TooLarge` for a question larger
-        than a session may hold."""
+    async def ask(
+        self, message: str, schema: Any, options: AskOptions = AskOptions(), request_id: str | None = None
+    ) -> Record:
+        """Create a pending record (``request_id``: chosen already); raises :class:`.SchemaError` for a
+        schema it cannot ask, :class:`LimitExceeded` when the pending limits are full,
+        :class:`TooLarge` for a question larger than a session may hold."""
         if self._closing:
             raise ShuttingDown("the gateway is shutting down")
         form = await self._form(schema, message)
@@ -335,7 +357,9 @@ class Gateway:
             _check_defaults(form)
         session_id = options.session_id or self.default_session_id
         await self._check_count(session_id)
-        request = QuestionRequest.new(ids.question_id(), session_id, list(form.questions), options.tool)
+        request = QuestionRequest.new(
+            request_id or ids.question_id(), session_id, list(form.questions), options.tool
+        )
         if len(form.fields) > SOFT_QUESTION_LIMIT:
             logger.warning(
                 "elicitation %s asks %d questions; more than %d are hard to answer well",
@@ -351,7 +375,12 @@ class Gateway:
         try:
             await self.store.add(record)
         except BaseException:
+            # The store may have kept it all the same (a write whose reply never came: Redis stalled)
+            # or may yet (a write still on its way): the ask is refused, so it is undone, now or as soon
+            # as the store answers, and a question.asked it made is followed by question.rejected.
             self.pending_bytes.remove(record.id)
+            self._retractions[record.id] = record
+            self._owe(record.id, "its ask failed")
             raise
         self.metrics.asked.inc()
         self._schedule_expiry(record.id, timeout)
@@ -440,25 +469,130 @@ class Gateway:
         self, message: str, schema: Any, options: AskOptions, caller: Caller | None = None
     ) -> Record:
         """:meth:`ask`, unless ``caller`` left a question orphaned within the re-attach window: then that
-        question, pending (its wait goes on) or finished while the caller was away (its result, once).
-        Raises :class:`KeyReused` when the orphan was asked with another body."""
-        if caller is not None and caller.exclusive and (live := self._live_keys.get(caller.key)) is not None:
-            if live != caller.digest:
+        question, pending (its wait goes on) or, for a ``proven`` caller, finished while the caller was
+        away (its result, once). An ``exclusive`` caller's key is held from the start: calls of that key
+        meanwhile wait for its question and attach to it. Raises :class:`KeyReused` when the key's
+        question was asked with another body. The :meth:`final_result` of an ``exclusive`` caller
+        must follow (it gives the hold back)."""
+        if caller is None:
+            return await self.ask(message, schema, options)
+        if not caller.exclusive:
+            return await self._claim_or_ask(message, schema, options, caller)
+        while (hold := self._holds.get(caller.key)) is not None:
+            if hold.digest != caller.digest:
                 raise KeyReused("this Idempotency-Key was used with another body")
-            raise KeyInUse("a request with this Idempotency-Key still waits; retry once it has gone")
-        if caller is not None:
-            while True:
-                try:
-                    request_id = await self.store.claim_orphan(caller.key, caller.digest)
-                except DigestMismatch:
-                    raise KeyReused("this Idempotency-Key was used with another body") from None
-                if request_id is None:
-                    break
-                record = await self.store.get(request_id)
-                if record is not None:
-                    logger.info("elicitation %s attached to again by its caller", record.id)
-                    return record
-        return await self.ask(message, schema, options)
+            if hold.orphaning:  # the last call under it went away: its question is being orphaned
+                await hold.gone.wait()
+                continue
+            hold.holders += 1
+            try:
+                record = await asyncio.shield(hold.record)
+            except BaseException:
+                self._release(caller, hold)
+                raise
+            if record is not None:
+                logger.info("elicitation %s attached to by a call of the same Idempotency-Key", record.id)
+                return record
+            self._release(caller, hold)  # the call asking went away before its question was made: ask
+        hold = self._holds[caller.key] = _Hold(caller.digest, asyncio.get_running_loop().create_future())
+        try:
+            record = await self._join_and_ask(message, schema, options, caller, hold)
+        except BaseException as error:
+            # The key is free at once; those waiting on it get the same refusal, or ask again.
+            del self._holds[caller.key]
+            hold.gone.set()
+            self._let_go(caller, hold, free=True)
+            if isinstance(error, asyncio.CancelledError):
+                hold.record.set_result(None)
+            else:
+                hold.record.set_exception(error)
+                hold.record.exception()  # retrieved: nobody else may be waiting
+            raise
+        hold.record.set_result(record)
+        return record
+
+    async def _join_and_ask(
+        self, message: str, schema: Any, options: AskOptions, caller: Caller, hold: _Hold
+    ) -> Record:
+        """The question of ``caller``'s key, held in the store across processes: asked (or an orphan
+        claimed) by the call that holds it first, waited for by those that join."""
+        while True:
+            request_id = ids.question_id()
+            try:
+                joined = await self.store.join_key(caller.key, caller.digest, request_id)
+            except DigestMismatch:
+                raise KeyReused("this Idempotency-Key was used with another body") from None
+            if joined is None:  # its last call went away on another replica: its question is being kept
+                await asyncio.sleep(KEY_POLL)
+                continue
+            hold.shared = joined
+            if joined.first:
+                break
+            if (record := await self._asked_elsewhere(caller, joined)) is not None:
+                logger.info("elicitation %s attached to by a call of the same Idempotency-Key", record.id)
+                return record
+            hold.shared = None  # freed with no question (its ask was refused): hold it anew
+        record = await self._claim_or_ask(message, schema, options, caller, request_id)
+        if record.id != request_id:
+            await self.store.rekey(caller.key, joined.epoch, record.id)
+        return record
+
+    async def _asked_elsewhere(self, caller: Caller, joined: HeldKey) -> Record | None:
+        """The question a call of the key on another replica asks, once asked; None if that call lets
+        go of the key without one."""
+        request_id = joined.request_id
+        while (record := await self.store.get(request_id)) is None:
+            held = await self.store.held_key(caller.key)
+            if held is None or held.epoch != joined.epoch:
+                return None
+            if held.request_id == request_id:
+                await asyncio.sleep(KEY_POLL)
+            request_id = held.request_id
+        return record
+
+    def _let_go(self, caller: Caller, hold: _Hold, *, free: bool = False) -> None:
+        """This process's calls of the key are gone: the store hears it (on a task of its own, since
+        they may be cancelled); ``free`` frees the key if this process took it."""
+        shared, hold.shared = hold.shared, None
+        if shared is not None:
+            self._spawn(self._leave_key(caller, shared, free=free and shared.first))
+
+    async def _leave_key(self, caller: Caller, shared: HeldKey, *, free: bool) -> None:
+        with contextlib.suppress(StoreUnavailable):  # its lease lapses
+            if free:
+                await self.store.free_key(caller.key, shared.epoch)
+            else:
+                await self.store.leave_key(caller.key, shared.epoch)
+
+    async def _claim_or_ask(
+        self, message: str, schema: Any, options: AskOptions, caller: Caller, request_id: str | None = None
+    ) -> Record:
+        while True:
+            try:
+                claimed = await self.store.claim_orphan(caller.key, caller.digest)
+            except DigestMismatch:
+                raise KeyReused("this Idempotency-Key was used with another body") from None
+            if claimed is None:
+                return await self.ask(message, schema, options, request_id)
+            record = await self.store.get(claimed)
+            if record is None:
+                continue
+            if record.pending or caller.proven:
+                logger.info("elicitation %s attached to again by its caller", record.id)
+                return record
+            # Finished while its caller was away, and nothing shows this call is that caller (another
+            # agent with the same credentials asks the same): its answer goes to nobody.
+            logger.info("elicitation %s finished while its caller was away; asked anew", record.id)
+
+    def _release(self, caller: Caller | None, hold: _Hold | None) -> None:
+        """One call under ``caller``'s key, ``hold``, is done; the key is free once the last one is."""
+        if caller is None or hold is None:
+            return
+        hold.holders -= 1
+        if hold.holders <= 0 and self._holds.get(caller.key) is hold:
+            del self._holds[caller.key]
+            hold.gone.set()
+            self._let_go(caller, hold)
 
     async def final_result(
         self,
@@ -481,20 +615,33 @@ class Gateway:
         else once the store answers, and a reply after ``expires_at`` is refused: no answer arrives that
         nobody collects.
         """
+        hold = self._holds.get(caller.key) if caller is not None and caller.exclusive else None
         if record.result is not None:  # finished while its caller was away: the result, once
+            self._release(caller, hold)
             return record.result
-        with self.tool_waiting(record.id), self._holding(caller):
-            try:
-                return await self._wait_for_result(record, heartbeat)
-            except asyncio.CancelledError:
-                # No await here: the cancelled caller could be cancelled again at the next one.
-                if caller is not None and self.settings.reattach_window > 0:
-                    self._orphan_later(record, caller)
-                else:
-                    self._owe(record.id, "withdrawn")
-                raise
-            finally:
-                self._beaten.pop(record.id, None)
+        orphaning = False
+        try:
+            with self.tool_waiting(record.id):
+                try:
+                    return await self._wait_for_result(record, heartbeat)
+                except asyncio.CancelledError:
+                    # No await here: the cancelled caller could be cancelled again at the next one.
+                    if hold is not None and hold.holders > 1:
+                        pass  # other calls of its key still wait on the question
+                    elif hold is not None:  # unless calls of its key on other replicas still wait
+                        orphaning = hold.orphaning = True  # calls of its key here wait until it is kept
+                        self._orphaned.add(record.id)
+                        self._spawn(self._leave_last(record, caller, hold))
+                    elif caller is not None and self.settings.reattach_window > 0:
+                        self._orphan_later(record, caller, None)
+                    else:
+                        self._owe(record.id, "withdrawn")
+                    raise
+                finally:
+                    self._beaten.pop(record.id, None)
+        finally:
+            if not orphaning:
+                self._release(caller, hold)
 
     async def _wait_for_result(
         self, record: Record, heartbeat: Callable[[WaitStatus], Awaitable[None]] | None
@@ -540,23 +687,37 @@ class Gateway:
         except Exception as error:  # a caller that cannot be told is cancelled by its transport, if gone
             logger.debug("elicitation %s: could not tell its caller how it stands: %s", record.id, error)
 
-    @contextlib.contextmanager
-    def _holding(self, caller: Caller | None) -> Iterator[None]:
-        if caller is None or not caller.exclusive:
-            yield
-            return
-        self._live_keys[caller.key] = caller.digest
+    async def _leave_last(self, record: Record, caller: Caller, hold: _Hold) -> None:
+        """The last call of an Idempotency-Key on this process went away: its question is kept for the
+        key (or withdrawn, without a window) unless calls of the key on other replicas still wait."""
+        keep = self.settings.reattach_window > 0
+        shared, hold.shared = hold.shared, None
         try:
-            yield
+            left = 0 if shared is None else await self.store.leave_key(caller.key, shared.epoch, keep=keep)
+        except StoreUnavailable:
+            left = 0
+        if left > 0 or not keep:
+            self._orphaned.discard(record.id)
+            if left == 0:
+                self._owe(record.id, "withdrawn")
+            elif record.id not in self._waiting:
+                self.store.tool_done(record.id)
+            self._release(caller, hold)
+            return
+        try:
+            await self._orphan(record, caller, hold)
         finally:
-            self._live_keys.pop(caller.key, None)
+            if shared is not None:
+                with contextlib.suppress(StoreUnavailable):  # its lease lapses
+                    await self.store.free_key(caller.key, shared.epoch)
 
-    def _orphan_later(self, record: Record, caller: Caller) -> None:
-        """Keep ``record`` for its caller to come back to (made on a task: its caller is cancelled)."""
+    def _orphan_later(self, record: Record, caller: Caller, hold: _Hold | None) -> None:
+        """Keep ``record`` for its caller to come back to (made on a task: its caller is cancelled).
+        Calls of its key meanwhile wait for ``hold`` to be gone, and then claim it."""
         self._orphaned.add(record.id)
-        self._spawn(self._orphan(record, caller))
+        self._spawn(self._orphan(record, caller, hold))
 
-    async def _orphan(self, record: Record, caller: Caller) -> None:
+    async def _orphan(self, record: Record, caller: Caller, hold: _Hold | None) -> None:
         window = self.settings.reattach_window
         try:
             await self.store.orphan(caller.key, record.id, caller.digest, window)
@@ -564,6 +725,8 @@ class Gateway:
             self._orphaned.discard(record.id)
             self._owe(record.id, "withdrawn")
             return
+        finally:
+            self._release(caller, hold)  # the key is free: the next call of it claims the orphan
         self._orphan_windows.set(record.id, window)
         logger.info("elicitation %s: its caller went away; kept for it for %g s", record.id, window)
 
@@ -592,14 +755,17 @@ class Gateway:
         """A tool waits on this process for the answer: shutdown gives it ``cancel``. The store hears
         when it stops, unless the question's finish is still owed (after a crash, the store must
         still name it abandoned)."""
-        self._waiting.add(request_id)
+        self._waiting[request_id] = self._waiting.get(request_id, 0) + 1
         self.store.tool_waits(request_id)
         try:
             yield
         finally:
-            self._waiting.discard(request_id)
-            if request_id not in self._owed and request_id not in self._orphaned:
-                self.store.tool_done(request_id)
+            if self._waiting[request_id] > 1:
+                self._waiting[request_id] -= 1
+            else:
+                del self._waiting[request_id]
+                if request_id not in self._owed and request_id not in self._orphaned:
+                    self.store.tool_done(request_id)
 
     async def withdraw(self, request_id: str) -> Record:
         """The tool no longer wants an answer: ``cancelled``, and answerers see ``question.rejected``."""
@@ -679,6 +845,18 @@ class Gateway:
         record = await self.store.finish(request_id, status, result, answers)
         if record is None:
             return None
+        self._finished(record, reason, defaulted=defaulted)
+        return record
+
+    async def _retract(self, record: Record, reason: str) -> None:
+        """Undo an ask whose store write failed (:meth:`.Store.retract`)."""
+        finished = await self.store.retract(record)
+        if finished is not None:
+            self._finished(finished, reason)
+
+    def _finished(self, record: Record, reason: str, *, defaulted: bool = False) -> None:
+        """What finishing a record changes here: its charge, its timer, metrics and the log."""
+        request_id, status = record.id, record.status
         self.pending_bytes.remove(request_id)
         self._timeouts.discard(request_id)
         if self.notifier is not None:
@@ -695,7 +873,6 @@ class Gateway:
             duration,
             extra={"elicitation": request_id, "outcome": status, "duration": round(duration, 3)},
         )
-        return record
 
     def _schedule_expiry(self, request_id: str, delay: float) -> None:
         self._timeouts.set(request_id, delay)
@@ -748,7 +925,10 @@ class Gateway:
         """Make every owed finish, oldest first; raises :class:`StoreUnavailable` at the first the store
         cannot take yet."""
         for request_id, reason in list(self._owed.items()):
-            if reason == EXPIRY:
+            if (unsure := self._retractions.get(request_id)) is not None:
+                await self._retract(unsure, reason)
+                self._retractions.pop(request_id, None)
+            elif reason == EXPIRY:
                 await self._expire_now(request_id)
             else:
                 await self._finish(request_id, "cancelled", {"action": CANCEL}, reason=reason)

@@ -42,6 +42,7 @@ from elicitation_gateway.gateway import (
 )
 from elicitation_gateway.server.errors import jsonrpc_error
 from elicitation_gateway.server.mcp_server import UnknownNamesRefused
+from elicitation_gateway.server.routes.parsing import IDEMPOTENCY_KEY
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores.base import StoreUnavailable
 
@@ -303,17 +304,29 @@ def _progress(ctx: Context) -> Callable[[WaitStatus], Awaitable[None]] | None:
 
 
 def _caller(ctx: Context, options: AskOptions, questions: list[QuestionInput]) -> Caller:
-    """The same call from the same caller: its credentials, gateway session and directory, and its
-    arguments; not the MCP transport's session, which a reconnecting client changes."""
+    """The same call from the same caller: its credentials, gateway session and directory, its
+    arguments, and its ``Idempotency-Key`` header if it sent one; not the MCP transport's session
+    (this server is stateless: there is none, and a reconnecting client would change it).
+
+    Without a key, any caller with the same credentials sending the same call is this caller: it may
+    wait on a question left pending, but an answer given while the caller was away is handed to a
+    call that comes back only if it sends the same key (``proven``)."""
     request = getattr(ctx.request_context, "request", None)
     headers = getattr(request, "headers", None) or {}
+    key = headers.get("idempotency-key")
+    if key is not None:
+        key = key.strip().strip('"')
+        if not IDEMPOTENCY_KEY.fullmatch(key):
+            raise ToolError("the Idempotency-Key header must be 1 to 255 printable ASCII characters")
     made_of = {
         "credentials": headers.get("authorization", ""),
         "session": options.session_id,
         "directory": normalize_directory(options.directory),
         "questions": [question.model_dump(mode="json") for question in questions],
+        "key": key,
     }
-    return Caller(hashlib.sha256(json.dumps(made_of, sort_keys=True).encode()).hexdigest())
+    key_of = hashlib.sha256(json.dumps(made_of, sort_keys=True).encode()).hexdigest()
+    return Caller(key_of, proven=key is not None)
 
 
 def _ask_options(ctx: Context) -> AskOptions:

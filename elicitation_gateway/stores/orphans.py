@@ -12,7 +12,19 @@ from dataclasses import dataclass
 
 
 class DigestMismatch(Exception):
-    """The caller's oldest orphan was asked with another body: an ``Idempotency-Key`` reused."""
+    """The caller's oldest orphan, or the question its key is held for, was asked with another body:
+    an ``Idempotency-Key`` reused."""
+
+
+@dataclass(frozen=True)
+class HeldKey:
+    """An ``Idempotency-Key`` held across processes (a shared store) by the calls that use it, from the
+    first one's arrival: ``request_id`` is the question they share (it may not be asked yet), ``epoch``
+    tells this holding from a later one of the same key, ``first`` whether this call took it."""
+
+    epoch: str
+    request_id: str
+    first: bool
 
 
 @dataclass

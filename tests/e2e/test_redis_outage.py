@@ -4,6 +4,7 @@ is finished as soon as Redis answers, before anyone can answer it. A real ``redi
 append-only file (so a restart keeps the questions), a real gateway, real HTTP and MCP clients."""
 
 import asyncio
+import signal
 from typing import Any
 
 import httpx
@@ -164,3 +165,74 @@ async def test_a_redis_unreachable_at_start_up_is_one_line_saying_the_gateway_wa
                 await until(lambda: ready(client), timeout=20, what="the gateway is ready once Redis is")
     finally:
         await asyncio.to_thread(redis.stop)
+
+
+async def test_an_ask_refused_while_redis_stalls_is_made_nowhere(make_server, make_redis_server):
+    """Redis frozen (SIGSTOP) across an ask: the write's reply never comes, the tool gets 503, and the
+    write lands when Redis resumes. The refused ask is undone as soon as Redis answers, whichever
+    arrives first: nothing the tool was told failed stays pending, and a question.asked it made is
+    followed by its question.rejected."""
+    redis = make_redis_server().start()
+    assert redis.process is not None
+    server = make_server(store=redis.url)
+    async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+        async with read_events(client) as events:
+            before = (await client.post("/elicitations", json=form(COLOR_SCHEMA, "Before"))).json()["id"]
+            marker = (await events.next("question.asked")).id
+            await client.delete(f"/elicitations/{before}")
+
+        redis.process.send_signal(signal.SIGSTOP)
+        try:
+            refused = await client.post("/elicitations", json=form(COLOR_SCHEMA, "In the stall"))
+        finally:
+            redis.process.send_signal(signal.SIGCONT)
+        assert refused.status_code == 503
+        assert refused.json()["error"] == "store_unavailable"
+
+        await until(lambda: not server.gateway._owed, timeout=30, what="the refused ask is undone")
+        await until(lambda: ready(client), timeout=30, what="the gateway is ready again")
+        retried = await client.post("/elicitations", json=form(COLOR_SCHEMA, "In the stall"))
+        assert retried.status_code == 201
+        assert [request["id"] for request in (await client.get("/question")).json()] == [retried.json()["id"]]
+
+        async with read_events(client, headers={"Last-Event-ID": marker}) as replay:
+            while (await replay.next("question.asked")).properties["id"] != retried.json()["id"]:
+                pass
+        asked = {frame.properties["id"] for frame in replay.seen if frame.type == "question.asked"}
+        ended = {frame.properties["requestID"] for frame in replay.seen if frame.type == "question.rejected"}
+        assert asked - ended == {retried.json()["id"]}, "a question.asked with no end"
+
+
+async def test_a_request_with_a_key_refused_while_redis_stalls_can_be_sent_again_at_once(
+    make_server, make_redis_server
+):
+    """The key's hold, written in the stall, lands when Redis resumes: the retry with the same key is
+    not kept waiting for that hold's lease (three liveness periods) by a request that got 503."""
+    redis = make_redis_server().start()
+    assert redis.process is not None
+    server = make_server(store=redis.url, replica_liveness=60)
+    key = {"Idempotency-Key": "deploy-4.2-stalled"}
+    async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+        # A request with another key first: the connection the stalled write goes on is open and
+        # Redis knows the script, so the write is sent, and runs once Redis resumes.
+        async with read_events(client) as events:
+            before = asyncio.create_task(
+                client.post("/elicit", json=form(COLOR_SCHEMA), headers={"Idempotency-Key": "before"})
+            )
+            asked = await events.next("question.asked")
+            await client.post(f"/question/{asked.properties['id']}/reply", json=GREEN)
+            assert (await before).status_code == 200
+        redis.process.send_signal(signal.SIGSTOP)
+        try:
+            refused = await client.post("/elicit", json=form(COLOR_SCHEMA), headers=key)
+        finally:
+            redis.process.send_signal(signal.SIGCONT)
+        assert refused.status_code == 503
+        await until(lambda: ready(client), timeout=30, what="the gateway is ready again")
+
+        async with read_events(client) as events:
+            retried = asyncio.create_task(client.post("/elicit", json=form(COLOR_SCHEMA), headers=key))
+            asked = await events.next("question.asked", timeout=20)
+            reply = await client.post(f"/question/{asked.properties['id']}/reply", json=GREEN)
+            assert reply.status_code == 200
+            assert (await retried).json() == COLOR_ACCEPTED

@@ -234,6 +234,41 @@ async def test_a_dropped_call_comes_back_on_another_replica(replicas, clients):
         assert (await again).structured_content == {"action": "accept", "answers": [["Yes"]]}
 
 
+async def test_requests_with_one_key_sent_at_once_to_three_replicas_share_one_question(clients):
+    """The Idempotency-Key is held in Redis from the first request's arrival: the others, on any
+    replica, wait for that question and get its result; a request cut meanwhile leaves it to them."""
+    key = {"Idempotency-Key": "deploy-4.2-everywhere"}
+
+    def elicit(client: httpx.AsyncClient) -> asyncio.Task[httpx.Response]:
+        return asyncio.create_task(
+            client.post("/elicit", json=form(COLOR_SCHEMA), headers=key, timeout=httpx.Timeout(10, read=60))
+        )
+
+    async with read_events(clients[0]) as events:
+        requests = [elicit(clients[n % 3]) for n in range(9)]
+        asked = await events.next("question.asked")
+        cut = requests.pop(0)
+        await asyncio.sleep(1)  # every request has arrived and waits
+        await events.no_frame(within=0.1, type="question.asked")  # one question in all
+        cut.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await cut
+        reply = await clients[1].post(f"/question/{asked.properties['id']}/reply", json=GREEN)
+        assert reply.status_code == 200
+        responses = await asyncio.gather(*requests)
+        assert {(response.status_code, response.text) for response in responses} == {
+            (200, '{"action":"accept","content":{"color":"green","count":3}}')
+        }
+        await events.no_frame(within=0.3, type="question.asked")
+        assert [frame.properties["id"] for frame in events.seen if frame.type == "question.asked"] == [
+            asked.properties["id"]
+        ]
+        assert [frame.type for frame in events.seen if frame.type.startswith("question.")] == [
+            "question.asked",
+            "question.replied",
+        ]
+
+
 async def test_two_replies_racing_on_two_replicas(clients):
     """One wins (200), the other gets 404; the tool gets the winner's answers."""
     a, b, c = clients

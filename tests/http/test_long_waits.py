@@ -8,9 +8,12 @@ import json
 from typing import Any
 
 import httpx
+import httpx2
 import pytest
 from mcp.client import Client
+from mcp.client.streamable_http import streamable_http_client
 
+from elicitation_gateway.gateway import AskOptions, Caller
 from tests.helpers import COLOR_ACCEPTED, COLOR_SCHEMA, form, pending, read_events, until
 
 QUESTION = [
@@ -24,9 +27,18 @@ MODES = ["auto", "legacy"]
 """``auto`` negotiates 2026-07-28 against the gateway, ``legacy`` 2025-11-25."""
 
 
-async def call(url: str, mode: str, **options: Any) -> Any:
-    async with Client(f"{url}/mcp", mode=mode) as mcp:
+async def call(url: str, mode: str, key: str | None = None, **options: Any) -> Any:
+    """The ``question`` call from a client of its own; with ``key``, it sends that ``Idempotency-Key``."""
+    async with Client(mcp_server(url, key), mode=mode) as mcp:
         return await mcp.call_tool("question", {"questions": QUESTION}, **options)
+
+
+def mcp_server(url: str, key: str | None = None) -> Any:
+    """``/mcp`` as a client configured with ``Idempotency-Key: key`` reaches it."""
+    if key is None:
+        return f"{url}/mcp"
+    http = httpx2.AsyncClient(headers={"Idempotency-Key": key}, timeout=httpx2.Timeout(30.0, read=None))
+    return streamable_http_client(f"{url}/mcp", http_client=http)
 
 
 async def drop(task: asyncio.Task[Any], server: Any = None, request_id: str = "") -> None:
@@ -117,18 +129,61 @@ async def test_a_reissued_call_attaches_to_the_question_its_dropped_call_left(ma
 async def test_an_answer_given_while_the_caller_was_away_is_handed_to_it_once(make_server, mode):
     server = make_server()
     async with httpx.AsyncClient(base_url=server.url) as client, read_events(client) as events:
-        first = asyncio.create_task(call(server.url, mode))
+        first = asyncio.create_task(call(server.url, mode, key="agent-a-7f3e"))
         asked = await events.next("question.asked")
         await drop(first, server, asked.properties["id"])
         reply = await client.post(f"/question/{asked.properties['id']}/reply", json={"answers": [["Yes"]]})
         assert reply.status_code == 200  # accepted, never 404: the question waited for its caller
 
-        assert (await call(server.url, mode)).structured_content == {"action": "accept", "answers": [["Yes"]]}
+        again = await call(server.url, mode, key="agent-a-7f3e")
+        assert again.structured_content == {"action": "accept", "answers": [["Yes"]]}
         await events.no_frame(within=0.1, type="question.asked")
 
-        third = asyncio.create_task(call(server.url, mode))  # once: this one asks anew
+        third = asyncio.create_task(call(server.url, mode, key="agent-a-7f3e"))  # once: this one asks anew
         assert (await events.next("question.asked")).properties["id"] != asked.properties["id"]
         await drop(third)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("first_key", [None, "agent-a-7f3e"])
+async def test_an_answer_given_while_the_caller_was_away_never_reaches_another_caller(
+    make_server, mode, first_key
+):
+    """Agent A's call drops and the person answers it; agent B, with the same (no) credentials, makes
+    the same call: B's question is asked and answered on its own, and A's answer reaches nobody but A,
+    whether A sent a key (B sends none, or another) or not (then nobody can show to be A)."""
+    server = make_server()
+    async with httpx.AsyncClient(base_url=server.url) as client, read_events(client) as events:
+        first = asyncio.create_task(call(server.url, mode, key=first_key))
+        asked = await events.next("question.asked")
+        await drop(first, server, asked.properties["id"])
+        reply = await client.post(f"/question/{asked.properties['id']}/reply", json={"answers": [["Yes"]]})
+        assert reply.status_code == 200
+
+        for other_key in (None, "agent-b-91c2"):
+            other = asyncio.create_task(call(server.url, mode, key=other_key))
+            theirs = await events.next("question.asked")
+            assert theirs.properties["id"] != asked.properties["id"]
+            reply = await client.post(
+                f"/question/{theirs.properties['id']}/reply", json={"answers": [["No"]]}
+            )
+            assert reply.status_code == 200
+            assert (await other).structured_content == {"action": "accept", "answers": [["No"]]}
+
+
+async def test_a_question_left_pending_reaches_another_caller_only_without_a_key(make_server):
+    """A pending question is what anyone who makes the same call sees: a caller without a key attaches
+    to one left by a caller without a key (and the person answers it while that call waits), never to
+    one left by a caller with a key; a caller with another key never attaches."""
+    server = make_server()
+    async with httpx.AsyncClient(base_url=server.url) as client, read_events(client) as events:
+        keyed = asyncio.create_task(call(server.url, "auto", key="agent-a-7f3e"))
+        asked = await events.next("question.asked")
+        await drop(keyed, server, asked.properties["id"])
+        for other_key in (None, "agent-b-91c2"):
+            other = asyncio.create_task(call(server.url, "auto", key=other_key))
+            assert (await events.next("question.asked")).properties["id"] != asked.properties["id"]
+            await drop(other)
 
 
 async def test_an_orphan_nobody_comes_back_for_is_withdrawn_at_the_windows_end(make_server):
@@ -213,14 +268,11 @@ async def test_a_retried_request_with_the_same_key_attaches(make_server):
         assert (await retried).json() == COLOR_ACCEPTED
 
 
-async def test_a_key_reused_with_another_body_is_422_and_one_in_use_409(make_server):
+async def test_a_key_reused_with_another_body_is_422(make_server):
     server = make_server()
     async with httpx.AsyncClient(base_url=server.url) as client, read_events(client) as events:
         first = elicit(client, "k-1")
         asked = await events.next("question.asked")
-        in_use = await client.post("/elicit", json=form(COLOR_SCHEMA), headers={"Idempotency-Key": "k-1"})
-        assert in_use.status_code == 409
-        assert in_use.json()["error"] == "idempotency_key_in_use"
         other = await client.post(
             "/elicit", json=form(COLOR_SCHEMA, "Another"), headers={"Idempotency-Key": "k-1"}
         )
@@ -247,3 +299,107 @@ async def test_without_a_key_a_cut_request_withdraws_its_question(make_server):
         await cut(first)
         rejected = await events.next("question.rejected")  # not kept for a window of 300 s
         assert rejected.properties["requestID"] == asked.properties["id"]
+
+
+async def test_requests_sent_at_once_with_one_key_make_one_question_and_share_its_result(make_server):
+    """The key is held from the start of the first request, not once its question is made: the others,
+    arriving while it is asked or while it waits, wait on that question and get its result."""
+    server = make_server()
+    async with httpx.AsyncClient(base_url=server.url) as client, read_events(client) as events:
+        requests = [elicit(client, "deploy-4.2-once") for _ in range(8)]
+        asked = await events.next("question.asked")
+        await until(lambda: server.gateway._holds[next(iter(server.gateway._holds))].holders == 8)
+        reply = await client.post(
+            f"/question/{asked.properties['id']}/reply", json={"answers": [["green"], ["3"]]}
+        )
+        assert reply.status_code == 200
+        responses = await asyncio.gather(*requests)
+        assert [(response.status_code, response.json()) for response in responses] == [
+            (200, COLOR_ACCEPTED)
+        ] * 8
+        await events.no_frame(within=0.2, type="question.asked")  # one question in all
+        assert all(
+            frame.properties["id"] == asked.properties["id"]
+            for frame in events.seen
+            if frame.type == "question.asked"
+        )
+
+
+async def test_requests_sent_at_once_with_one_key_share_a_refusal(make_server):
+    server = make_server(max_pending=1)
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        assert (await client.post("/elicitations", json=form(COLOR_SCHEMA))).status_code == 201
+        responses = await asyncio.gather(*[elicit(client, "k-full") for _ in range(4)])
+        assert server.gateway._holds == {}
+    assert {(response.status_code, response.json()["error"]) for response in responses} == {
+        (429, "too_many_pending")
+    }
+
+
+async def test_one_of_several_requests_with_one_key_going_away_leaves_the_question_to_the_others(make_server):
+    server = make_server()
+    async with httpx.AsyncClient(base_url=server.url) as client, read_events(client) as events:
+        first, second = elicit(client, "k-two"), elicit(client, "k-two")
+        asked = await events.next("question.asked")
+        await until(lambda: sum(hold.holders for hold in server.gateway._holds.values()) == 2)
+        await cut(first)
+        await until(lambda: sum(hold.holders for hold in server.gateway._holds.values()) == 1)
+        await events.no_frame(within=0.2, type="question.rejected")
+        assert asked.properties["id"] not in server.gateway._orphaned
+        await client.post(f"/question/{asked.properties['id']}/reply", json={"answers": [["green"], ["3"]]})
+        assert (await second).json() == COLOR_ACCEPTED
+        assert server.gateway._holds == {}
+
+
+async def test_an_answer_given_while_a_request_was_away_reaches_only_its_key(make_server):
+    server = make_server()
+    async with httpx.AsyncClient(base_url=server.url) as client, read_events(client) as events:
+        first = elicit(client, "agent-a-7f3e")
+        asked = await events.next("question.asked")
+        await cut(first)
+        await until(lambda: asked.properties["id"] in server.gateway._orphaned, what="kept for the retry")
+        reply = await client.post(
+            f"/question/{asked.properties['id']}/reply", json={"answers": [["green"], ["3"]]}
+        )
+        assert reply.status_code == 200
+
+        for other_key in (None, "agent-b-91c2"):
+            other = elicit(client, other_key)
+            theirs = await events.next("question.asked")
+            assert theirs.properties["id"] != asked.properties["id"]
+            await client.post(f"/question/{theirs.properties['id']}/reply", json={"answers": [["red"], []]})
+            assert (await other).json() == {"action": "accept", "content": {"color": "red"}}
+        assert (await elicit(client, "agent-a-7f3e")).json() == COLOR_ACCEPTED
+
+
+async def test_a_request_gone_while_its_key_is_being_asked_leaves_the_ask_to_the_next(make_server):
+    """The request holding a key goes away while its question is still being made (a big schema is
+    converted off the loop): the one waiting on the key asks it instead, and nothing is left held."""
+    server = make_server()
+    gateway = server.gateway
+    caller = Caller("gone-while-asked", "body", exclusive=True, proven=True)
+    big = {
+        "type": "object",
+        "properties": {f"k{n}": {"type": "string", "title": "x" * 2000} for n in range(40)},
+    }
+
+    async def race() -> tuple[str, dict[str, Any]]:
+        await gateway._converting.acquire()  # big schemas wait: the first request is still asking
+        first = asyncio.create_task(gateway.ask_or_attach("Big", big, AskOptions(), caller))
+        await until(lambda: caller.key in gateway._holds, what="the first request holds the key")
+        second = asyncio.create_task(gateway.ask_or_attach("Big", big, AskOptions(), caller))
+        await until(lambda: gateway._holds[caller.key].holders == 2, what="the second waits on the key")
+        first.cancel()
+        await asyncio.wait({first})
+        gateway._converting.release()
+        record = await second  # asked by the second request
+        waiting = asyncio.create_task(gateway.final_result(record, caller=caller))
+        await gateway.withdraw(record.id)
+        assert await waiting == {"action": "cancel"}
+        return record.id, dict(gateway._holds)
+
+    request_id, holds = server.run(race())
+    assert holds == {}
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        assert (await client.get(f"/elicitations/{request_id}")).json()["status"] == "cancelled"
+        assert (await client.get("/question")).json() == []

@@ -477,7 +477,6 @@ TRIGGERS: dict[tuple[Any, ...], Trigger] = {
     (405, "tool", "method_not_allowed"): get("/elicit"),
     (409, "tool", "already_finished"): one_server(_already_finished),
     (400, "tool", "invalid_idempotency_key"): post("/elicit", json=FORM, headers={"Idempotency-Key": "a b"}),
-    (409, "tool", "idempotency_key_in_use"): one_server(lambda client: _key_held(client, FORM)),
     (422, "tool", "idempotency_key_reused"): one_server(
         lambda client: _key_held(client, form_with({}, "Other"))
     ),

@@ -172,6 +172,46 @@ async def test_finish_of_an_unknown_id_changes_nothing(make_store):
     assert await drain(subscription, 1) == []
 
 
+async def test_retract_finishes_a_kept_record_once_and_publishes_rejected(make_store):
+    store = await make_store()
+    subscription = await store.subscribe()
+    await store.add(record("que_1"))
+    retracted = await store.retract(record("que_1"))
+    assert retracted is not None
+    assert (retracted.status, retracted.result) == ("cancelled", {"action": "cancel"})
+    assert [event.type for event in await drain(subscription, 2)] == ["question.asked", "question.rejected"]
+    assert await store.retract(record("que_1")) is None  # once
+    assert await store.pending() == []
+    assert await store.count_pending() == 0
+    subscription.close()
+
+
+async def test_retract_leaves_an_answered_record_answered(make_store):
+    store = await make_store()
+    await store.add(record("que_1"))
+    await store.finish("que_1", "answered", {"action": "accept", "content": {"a": "x"}}, [["x"]])
+    assert await store.retract(record("que_1")) is None
+    assert (await store.get("que_1")).status == "answered"
+
+
+async def test_a_retracted_add_that_arrives_afterwards_keeps_nothing(make_store):
+    """A write whose reply never came may reach a remote store after its retraction: it then makes
+    nothing pending and announces nothing. (An embedded store never gets an add after it failed; it
+    keeps the rule all the same, or holds nothing at all.)"""
+    store = await make_store()
+    subscription = await store.subscribe()
+    assert await store.retract(record("que_1")) is None
+    if isinstance(store, RedisStore):
+        await store.add(record("que_1"))
+        assert (await store.get("que_1")).status == "cancelled"
+    assert await store.pending() == []
+    assert await store.count_pending() == 0
+    await store.add(record("que_2"))
+    [asked] = await drain(subscription, 1)
+    assert asked.properties["id"] == "que_2"
+    subscription.close()
+
+
 async def test_wait_returns_as_soon_as_finished(make_store):
     store = await make_store()
     await store.add(record("que_1"))

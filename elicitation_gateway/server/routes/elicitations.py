@@ -16,7 +16,6 @@ from elicitation_gateway.gateway import (
     AlreadyFinished,
     Caller,
     Gateway,
-    KeyInUse,
     KeyReused,
     LimitExceeded,
     NotFound,
@@ -147,8 +146,6 @@ async def _ask(request: Request, gateway: Gateway, params: Any, caller: Caller |
         return await gateway.ask_or_attach(message, schema, options, caller)
     except KeyReused as error:
         raise ToolError(422, "idempotency_key_reused", str(error)) from None
-    except KeyInUse as error:
-        raise ToolError(409, "idempotency_key_in_use", str(error)) from None
     except SchemaError as error:
         status = 400 if error.code in ("invalid_schema", "invalid_timeout_choice") else 422
         raise ToolError(status, error.code, error.message) from None

@@ -193,7 +193,7 @@ def idempotency_caller(request: Request, body: bytes) -> Caller | None:
     credentials = request.headers.get("authorization", "")
     identity = hashlib.sha256(f"elicit\n{credentials}\n{key}".encode()).hexdigest()
     digest = hashlib.sha256(request.url.query.encode() + b"\n" + body).hexdigest()
-    return Caller(identity, digest, exclusive=True)
+    return Caller(identity, digest, exclusive=True, proven=True)
 
 
 def directory_of(request: Request) -> str | None:

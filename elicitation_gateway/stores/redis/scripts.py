@@ -1,7 +1,8 @@
 """The Lua scripts that change records, and how they are sent: each change one script, one round trip.
 
 ``ADD`` keeps a record and ``FINISH`` moves one out of the pending set only if it is still there, each
-appending its event to the stream; ``CLAIM_ORPHAN`` claims a caller's orphan once; ``CLAIM_WAITS``
+appending its event to the stream; ``RETRACT`` undoes an add whose reply never came, whether or not it
+has arrived yet; ``CLAIM_ORPHAN`` claims a caller's orphan once; ``CLAIM_WAITS``
 moves a gone replica's waited-on ids to the replica that found it gone. Every script tells a second
 run of itself (a retry after a lost reply) from the first. :class:`ScriptBatches` sends those of all
 requests in flight together, as one pipeline.
@@ -188,6 +189,35 @@ local entry = redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[6], '*',
 return {entry, pending, in_session}
 """)
 
+RETRACT = Script("""
+-- KEYS: record, pending set, sessions hash, events stream
+-- ARGV: request id, finished record, retention (ms), session id, event, stream length
+-- An add whose outcome was unknown, undone. Pending: finished as FINISH does (the same reply). Not
+-- there: the finished record is kept in its place, so that the add, arriving later, keeps nothing
+-- (ADD does nothing for a record that exists); returns 1. Finished already (answered, or this very
+-- retraction made before its reply was lost): nothing; false, or 0 for this retraction.
+if redis.call('ZREM', KEYS[2], ARGV[1]) == 1 then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+  local in_session = redis.call('HINCRBY', KEYS[3], ARGV[4], -1)
+  if in_session <= 0 then
+    redis.call('HDEL', KEYS[3], ARGV[4])
+    in_session = 0
+  end
+  local pending = redis.call('ZCARD', KEYS[2])
+  local entry = redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[6], '*',
+    'e', ARGV[5], 'n', pending, 's', in_session, 'r', ARGV[2])
+  return {entry, pending, in_session}
+end
+local kept = redis.call('GET', KEYS[1])
+if kept == ARGV[2] then
+  return 0
+end
+if kept then
+  return false
+end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1
+""")
 
 CLAIM_ORPHAN = Script("""
 -- KEYS: the caller's orphans list; ARGV: the orphaned-key prefix, the digest of the claiming call
@@ -228,4 +258,55 @@ if #ids > 0 then
   redis.call('SADD', KEYS[1], ARGV[2])
 end
 return #ids
+""")
+
+JOIN_KEY = Script("""
+-- KEYS: the key's hold (a hash: e epoch, q question id, d digest, n holders, o kept for an orphan)
+-- ARGV: a new epoch, the question id to hold it for, the digest of the joining call, lease (ms)
+-- Returns {epoch, question id, 1} when held now by this call, {epoch, question id, 0} when joined;
+-- {} while the last call's question is being kept for it; {'', digest} when held for another digest.
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HSET', KEYS[1], 'e', ARGV[1], 'q', ARGV[2], 'd', ARGV[3], 'n', 1)
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  return {ARGV[1], ARGV[2], 1}
+end
+local held = redis.call('HMGET', KEYS[1], 'e', 'q', 'd', 'o')
+if held[3] ~= ARGV[3] then
+  return {'', held[3]}
+end
+if held[4] then
+  return {}
+end
+redis.call('HINCRBY', KEYS[1], 'n', 1)
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return {held[1], held[2], 0}
+""")
+LEAVE_KEY = Script("""
+-- KEYS: the key's hold; ARGV: the epoch joined, 1 to keep the key held when the last holder leaves
+-- Returns the holders left (-1: that holding is over); at none, the hold goes, or is kept, marked.
+if redis.call('HGET', KEYS[1], 'e') ~= ARGV[1] then
+  return -1
+end
+local left = redis.call('HINCRBY', KEYS[1], 'n', -1)
+if left <= 0 then
+  if ARGV[2] == '1' then
+    redis.call('HSET', KEYS[1], 'o', 1)
+  else
+    redis.call('DEL', KEYS[1])
+  end
+end
+return left
+""")
+REKEY = Script("""
+-- KEYS: the key's hold; ARGV: the epoch joined, what it now stands for (a field and its value), or
+-- nothing to free it. Nothing when the holding is over.
+if redis.call('HGET', KEYS[1], 'e') ~= ARGV[1] then
+  return 0
+end
+if ARGV[2] then
+  redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
+else
+  redis.call('DEL', KEYS[1])
+end
+return 1
 """)

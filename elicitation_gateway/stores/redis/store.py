@@ -24,7 +24,7 @@ from elicitation_gateway import events
 from elicitation_gateway.records import Record, Status
 from elicitation_gateway.stores.base import Store, StoreUnavailable
 from elicitation_gateway.stores.fanout import LocalSubscription, Subscribers
-from elicitation_gateway.stores.orphans import DigestMismatch
+from elicitation_gateway.stores.orphans import DigestMismatch, HeldKey
 from elicitation_gateway.stores.redis.cache import SLICE, PendingCache
 from elicitation_gateway.stores.redis.codec import (
     decode,
@@ -40,6 +40,10 @@ from elicitation_gateway.stores.redis.scripts import (
     CLAIM_ORPHAN,
     CLAIM_WAITS,
     FINISH,
+    JOIN_KEY,
+    LEAVE_KEY,
+    REKEY,
+    RETRACT,
     HeldConnection,
     ScriptBatches,
 )
@@ -129,6 +133,9 @@ class RedisStore(Store):
         self._record_prefix = f"{prefix}:record:"
         self._orphans_prefix = f"{prefix}:orphans:"
         self._orphaned_prefix = f"{prefix}:orphaned:"
+        self._held_prefix = f"{prefix}:held:"
+        self._joined: dict[str, str] = {}  # holds of Idempotency-Keys this replica joined -> epoch
+        self._unsure_joins: dict[str, str] = {}  # joins whose reply never came -> their epoch
         self._redis: Redis | None = None
         self._stream_pool: ConnectionPool | None = None
         self._stream: HeldConnection | None = None  # the loop's blocking reads of the stream
@@ -282,6 +289,7 @@ class RedisStore(Store):
                 with self._reachable():
                     await self._refresh()
                     await self._send_waits()
+                    await self._renew_keys()
                     now = time.monotonic()
                     self._alive_since = self._alive_since or now
                     if now - self._alive_since >= self._liveness:
@@ -372,6 +380,76 @@ class RedisStore(Store):
             return bool(await self._client.delete(self._orphaned_prefix + request_id))
 
     # ---------------------------------------------------------------------------------------------
+    # Idempotency-Keys held across replicas: a hash per key, leased for three liveness periods and
+    # renewed by each replica that holds it, so that a replica gone lets go of it within that time.
+
+    @property
+    def _key_lease_ms(self) -> int:
+        return max(1, round(3 * self._liveness * 1000))
+
+    async def join_key(self, caller: str, digest: str, request_id: str) -> HeldKey | None:
+        key = self._held_prefix + _hashed(caller)
+        args = [secrets.token_hex(8), request_id, digest, self._key_lease_ms]
+        try:
+            with self._reachable():
+                if (unsure := self._unsure_joins.get(key)) is not None:
+                    await self._scripts_batched.run(REKEY, [key], [unsure])
+                    self._unsure_joins.pop(key, None)
+                held = await self._scripts_batched.run(JOIN_KEY, [key], args)
+        except BaseException:
+            # Its reply never came, but the join may have landed, or may yet: freed once Redis answers
+            # (by the caller's retry, or within a liveness period), so that the retry need not wait for
+            # the lease to lapse.
+            self._unsure_joins.setdefault(key, args[0])
+            raise
+        if not held:
+            return None
+        if not held[0]:
+            raise DigestMismatch(held[1])
+        epoch, request_id, first = held
+        self._joined[key] = epoch
+        return HeldKey(epoch, request_id, first=bool(first))
+
+    async def held_key(self, caller: str) -> HeldKey | None:
+        with self._reachable():
+            epoch, request_id = await self._client.hmget(self._held_prefix + _hashed(caller), "e", "q")
+        return None if epoch is None else HeldKey(epoch, request_id, first=False)
+
+    async def rekey(self, caller: str, epoch: str, request_id: str) -> None:
+        with self._reachable():
+            await self._scripts_batched.run(
+                REKEY, [self._held_prefix + _hashed(caller)], [epoch, "q", request_id]
+            )
+
+    async def leave_key(self, caller: str, epoch: str, *, keep: bool = False) -> int:
+        key = self._held_prefix + _hashed(caller)
+        if self._joined.get(key) == epoch:  # renewed by this replica no more, unless kept by it
+            del self._joined[key]
+        with self._reachable():
+            left = int(await self._scripts_batched.run(LEAVE_KEY, [key], [epoch, "1" if keep else "0"]))
+        if keep and left == 0:
+            self._joined[key] = epoch
+        return max(0, left)
+
+    async def free_key(self, caller: str, epoch: str) -> None:
+        key = self._held_prefix + _hashed(caller)
+        if self._joined.get(key) == epoch:
+            del self._joined[key]
+        with self._reachable():
+            await self._scripts_batched.run(REKEY, [key], [epoch])
+
+    async def _renew_keys(self) -> None:
+        for key, epoch in list(self._unsure_joins.items()):
+            await self._scripts_batched.run(REKEY, [key], [epoch])
+            del self._unsure_joins[key]
+        if not self._joined:
+            return
+        async with self._client.pipeline(transaction=False) as pipe:
+            for key in self._joined:
+                pipe.pexpire(key, self._key_lease_ms)
+            await pipe.execute()
+
+    # ---------------------------------------------------------------------------------------------
     # Records
 
     async def add(self, record: Record) -> None:
@@ -389,8 +467,10 @@ class RedisStore(Store):
                     self._stream_length,
                 ],
             )
-        self._cache.keep(record)
-        if appended is not None:  # None: a retry, after a lost reply, of this add; the loop counts it
+        # None: the record was there already: a retry, after a lost reply, of this add (the loop counts
+        # it), or an add that comes after its retraction (kept finished: not pending, never cached).
+        if appended is not None:
+            self._cache.keep(record)
             self._count_own(appended, session_id)
 
     async def get(self, request_id: str) -> Record | None:
@@ -449,6 +529,35 @@ class RedisStore(Store):
         if appended != 0:  # 0: a retry, after a lost reply, of this finish; the loop counts it
             self._count_own(appended, session_id)
         self._hand_to_waiters(finished)  # now, rather than when the loop reads the finish back
+        return finished
+
+    async def retract(self, record: Record) -> Record | None:
+        """In one script, whichever comes first, the add or this: a pending record is finished, and
+        one not there yet is kept finished, so that its add never makes it pending. That finished
+        record lasts at least until the question would have expired: an add that arrives even later
+        is expired at once by every replica's timer."""
+        finished = record.finished("cancelled", {"action": "cancel"})
+        session_id = record.request.sessionID
+        retention = max(self._result_ttl_ms, round((record.expires_at - time.time()) * 1000))
+        with self._reachable():
+            appended = await self._scripts_batched.run(
+                RETRACT,
+                self._keys(record.id),
+                [
+                    record.id,
+                    finished.model_dump_json(),
+                    retention,
+                    session_id,
+                    encode(finished.finished_event(None)),
+                    self._stream_length,
+                ],
+            )
+        self._cache.finished(record.id)
+        if appended is None or appended == 1:  # answered first, or the add never made it pending
+            return None
+        if appended != 0:
+            self._count_own(appended, session_id)
+        self._hand_to_waiters(finished)
         return finished
 
     async def wait(self, request_id: str, seconds: float) -> Record | None:
