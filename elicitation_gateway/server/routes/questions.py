@@ -141,6 +141,7 @@ def describe_form(record: Record) -> QuestionForm:
         id=record.id,
         sessionID=record.request.sessionID,
         message=record.message,
+        asker=record.asker,
         legacy=form.legacy,
         expiresAt=record.expires_at,
         onTimeout=record.on_timeout,
