@@ -51,8 +51,12 @@ _NEEDS_WORK = re.compile(f"[{_CONTROL}\t{_LINE_SEPARATORS}{_FILLERS}{_VARIATION}
 """Any character :func:`safe` may change; text without one is returned as it is (the common case)."""
 
 
+_FORMAT = re.compile(f"[{FORMAT_CHARACTERS}]")
+
+
 def _is_format(char: str) -> bool:
-    return unicodedata.category(char) == "Cf"
+    """A format character: of this Python's Unicode, or of 15.1 (as browsers know it)."""
+    return unicodedata.category(char) == "Cf" or _FORMAT.match(char) is not None
 
 
 def _is_symbol(char: str) -> bool:
