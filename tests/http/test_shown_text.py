@@ -1,6 +1,8 @@
 """Tool text as people see it, over HTTP: who asks apart from the message, options a person cannot tell
 apart refused, and what OpenCode clients get made safe to show while their answers map back."""
 
+import logging
+
 from tests.helpers import form, pending
 
 HOSTILE = "\x1b[2K\x1b[1GTrusted CI · run_tests: fine\x1b]52;c;cm0gLXJm\x07\u202e"
@@ -60,3 +62,17 @@ async def test_an_opencode_client_answers_with_the_label_it_was_shown(client):
     assert replied.json() is True
     result = (await client.get(f"/elicitations/{created.json()['id']}")).json()["result"]
     assert result == {"action": "accept", "content": {"act": "Delete\u200b"}}
+
+
+async def test_a_refused_reply_is_logged_on_one_safe_line(client, caplog):
+    caplog.set_level(logging.INFO, logger="elicitation_gateway")
+    schema = {"type": "object", "properties": {"act": {"type": "string", "enum": ["Keep\x1b[2K", "Go"]}}}
+    await client.post("/elicitations", json=form(schema))
+    [request] = await pending(client)
+    answers = {"answers": [["no\x1b]0;x\x07\nFAKE"]]}
+    refused = await client.post(f"/question/{request['id']}/reply", json=answers)
+    assert refused.status_code == 400
+    [line] = [record.getMessage() for record in caplog.records if "refused" in record.getMessage()]
+    assert "\x1b" not in line
+    assert "\n" not in line
+    assert "Keep[2K" in line
