@@ -8,7 +8,8 @@ space makes ``Abort`` and ``Abort\\u200b`` two options that look alike). :func:`
 to show:
 
 - **control characters** (C0 and C1, DEL) are removed, except the newline; a tab becomes a space,
-  and a line or paragraph separator (U+2028, U+2029) a newline;
+  and a carriage return (alone or before a newline), a line or a paragraph separator (U+2028, U+2029)
+  one newline;
 - **characters that disguise text** are shown as a visible marker, ``⟨U+202E⟩``: bidi overrides,
   embeddings, isolates and marks, every other invisible format character (zero-width spaces and
   joiners, word joiners, invisible operators, the byte-order mark, the soft hyphen, the Mongolian
@@ -87,6 +88,8 @@ def _shown_char(text: str, index: int, out: list[str]) -> str:
         return char
     if char == "\t":
         return " "
+    if char == "\r":
+        return "" if text[index + 1 : index + 2] == NEWLINE else NEWLINE
     if code < 0x20 or 0x7F <= code <= 0x9F:
         return ""
     if char in _LINE_SEPARATORS:

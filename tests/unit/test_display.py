@@ -16,7 +16,7 @@ BIDI += ["\u200e", "\u200f", "\u061c"]
 INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\u2061", "\u2062", "\u2063", "\u2064", "\ufeff"]
 INVISIBLE += ["\u00ad", "\u180e", "\U000e0001", "\U000e0041", "\U000e007f", "\u3164", "\u115f", "\u034f"]
 DISGUISING = BIDI + INVISIBLE
-CONTROLS = [chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)] if chr(c) not in "\n\t"]
+CONTROLS = [chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)] if chr(c) not in "\n\t\r"]
 
 
 def _is_control(char: str) -> bool:
@@ -41,6 +41,7 @@ def test_newlines_stay_tabs_become_spaces_and_separators_newlines() -> None:
     assert safe("one\ntwo\tthree") == "one\ntwo three"
     assert safe("one\u2028two\u2029three") == "one\ntwo\nthree"
     assert safe("one\r\ntwo") == "one\ntwo"
+    assert safe("one\rtwo\r") == "one\ntwo\n"  # a carriage return cannot overwrite a line
 
 
 @pytest.mark.parametrize("char", DISGUISING, ids=lambda c: f"U+{ord(c):04X}")
@@ -133,7 +134,7 @@ def test_skeleton_sees_through_disguises() -> None:
 
 ANY_TEXT = st.text(st.characters(codec="utf-8"), max_size=60)
 TRICKY = st.text(
-    st.sampled_from([*CONTROLS, *DISGUISING, "\n", "\t", "\u2028", "\ufe0f", "\ufe01", "\u200d"])
+    st.sampled_from([*CONTROLS, *DISGUISING, "\n", "\t", "\r", "\u2028", "\ufe0f", "\ufe01", "\u200d"])
     | st.sampled_from(["a", "👩", "❤", "⟩", " ", "Р"]),
     max_size=30,
 )

@@ -45,8 +45,8 @@
 
   // ----------------------------------------------------------------------------------------------
   // Tool text made safe to show: the rules of elicitation_gateway/display.py, which a test checks
-  // against this copy. Control characters go (but the newline; a tab is a space, a line or
-  // paragraph separator a newline); characters that would disguise text (bidi controls, invisible
+  // against this copy. Control characters go (but the newline; a tab is a space, a carriage return,
+  // a line or a paragraph separator a newline); characters that would disguise text (bidi controls, invisible
   // format characters, Hangul fillers) show as a marker such as ⟨U+202E⟩. A zero-width joiner
   // between two symbols and one variation selector after a visible character stay, for emoji.
 
@@ -77,6 +77,7 @@
         let piece = char;
         if (char === "\n") piece = char;
         else if (char === "\t") piece = " ";
+        else if (char === "\r") piece = chars[index + 1] === "\n" ? "" : "\n";
         else if (code < 0x20 || (code >= 0x7f && code <= 0x9f)) piece = "";
         else if (char === "\u2028" || char === "\u2029") piece = "\n";
         else if (char === JOINER) {
