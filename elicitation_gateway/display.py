@@ -46,18 +46,25 @@ FORMAT_CHARACTERS = (
     "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
 )
 """Unicode's format characters (category Cf) as of Unicode 15.1, as a class of ``re`` (which has no
-``\\p{Cf}``); a test checks it against the running Python's ``unicodedata``."""
+``\\p{Cf}``); a test checks it holds every one the running Python's ``unicodedata`` knows."""
 
-_NEEDS_WORK = re.compile(f"[{_CONTROL}\t{_LINE_SEPARATORS}{_FILLERS}{_VARIATION}\\u034f{FORMAT_CHARACTERS}]")
-"""Any character :func:`safe` may change; text without one is returned as it is (the common case)."""
+_CONTROLS = {
+    **dict.fromkeys([*range(0x20), *range(0x7F, 0xA0)]),
+    ord("\n"): "\n",
+    ord("\t"): " ",
+    ord("\r"): "\n",
+    0x2028: "\n",
+    0x2029: "\n",
+}
+"""Step one, for :meth:`str.translate`: controls removed but the newline; tab, carriage return and the
+Unicode line and paragraph separators mapped."""
+_HAS_CONTROL = re.compile(f"[{_CONTROL}\t\r{_LINE_SEPARATORS}]")
 
-
-_FORMAT = re.compile(f"[{FORMAT_CHARACTERS}]")
-
-
-def _is_format(char: str) -> bool:
-    """A format character: of this Python's Unicode, or of 15.1 (as browsers know it)."""
-    return unicodedata.category(char) == "Cf" or _FORMAT.match(char) is not None
+_SPECIAL = f"{FORMAT_CHARACTERS}{_FILLERS}{_VARIATION}\u034f"
+_SPECIAL_RUN = re.compile(f"[{_SPECIAL}]+")
+"""Step two: runs of the characters that are marked, or kept only in an emoji."""
+_PRINTABLE_SPECIAL = re.compile(f"[{_FILLERS}{_VARIATION}\u034f]")
+"""The only characters of step two that ``str.isprintable`` passes."""
 
 
 def _is_symbol(char: str) -> bool:
@@ -68,7 +75,15 @@ def _is_symbol(char: str) -> bool:
 
 def marker(char: str) -> str:
     """The visible stand-in of a character that would disguise text."""
-    return f"⟨U+{ord(char):04X}⟩"
+    shown = _MARKERS.get(char)
+    if shown is None:
+        shown = _MARKERS[char] = f"⟨U+{ord(char):04X}⟩"
+    return shown
+
+
+_MARKERS: dict[str, str] = {}
+"""The markers made so far: of the special characters only, a few hundred at most."""
+_JOINS = re.compile(f"[{_ZWJ}{_VARIATION}]")
 
 
 def _variation(char: str) -> bool:
@@ -80,46 +95,48 @@ def _variation(char: str) -> bool:
     )
 
 
-def _shown_char(text: str, index: int, out: list[str]) -> str:
-    """What ``text[index]`` becomes, given what was written before it (``out``)."""
-    char = text[index]
-    code = ord(char)
-    if char == NEWLINE:
-        return char
-    if char == "\t":
-        return " "
-    if char == "\r":
-        return "" if text[index + 1 : index + 2] == NEWLINE else NEWLINE
-    if code < 0x20 or 0x7F <= code <= 0x9F:
-        return ""
-    if char in _LINE_SEPARATORS:
-        return NEWLINE
-    before = out[-1][-1:] if out else ""
-    if char == _ZWJ:
-        after = text[index + 1] if index + 1 < len(text) else ""
-        if before and after and _is_symbol(before) and _is_symbol(after):
-            return char
-        return marker(char)
-    if _variation(char):
-        if before and before != NEWLINE and not _variation(before) and before != "⟩":
-            return char
-        return marker(char)
-    if char in _FILLERS or char == "\u034f" or _is_format(char):
-        return marker(char)
-    return char
+def _shown_run(found: re.Match[str]) -> str:
+    """A run of special characters as shown: each a marker, but a joiner between two symbols and one
+    variation selector after a visible character (what comes before is what was shown before)."""
+    text, start, end = found.string, found.start(), found.end()
+    run = found.group()
+    if _JOINS.search(run) is None:  # the common run: every character marked
+        return "".join([marker(char) for char in run])
+    before = text[start - 1] if start else ""
+    pieces: list[str] = []
+    for index, char in enumerate(run):
+        if char == _ZWJ:
+            after = run[index + 1] if index + 1 < len(run) else text[end : end + 1]
+            kept = bool(before) and bool(after) and _is_symbol(before) and _is_symbol(after)
+        elif _variation(char):
+            kept = bool(before) and before not in (NEWLINE, "⟩") and not _variation(before)
+        else:
+            kept = False
+        piece = char if kept else marker(char)
+        pieces.append(piece)
+        before = piece[-1]
+    return "".join(pieces)
+
+
+def _plain(text: str) -> bool:
+    """Whether ``text`` has nothing :func:`safe` changes: checked at C speed for the common cases."""
+    if text.isascii():
+        return text.isprintable() or not _HAS_CONTROL.search(text.replace(NEWLINE, ""))
+    lines = text.split(NEWLINE) if NEWLINE in text else (text,)
+    return all(line.isprintable() for line in lines) and _PRINTABLE_SPECIAL.search(text) is None
 
 
 def safe(text: str, *, oneline: bool = False) -> str:
     """``text`` as it may be shown to a person: no control character but the newline, no character
     that disguises text (each shown as :func:`marker`). ``oneline``: newlines become spaces too, for a
-    label, a header or a line of a log."""
-    if _NEEDS_WORK.search(text) is not None:
-        out: list[str] = []
-        for index in range(len(text)):
-            shown = _shown_char(text, index, out)
-            if shown:
-                out.append(shown)
-        text = "".join(out)
+    label, a header or a line of a log.
+
+    Two steps, each over the whole text at once: controls removed or mapped (a carriage return before
+    a newline goes), then the special characters marked, run by run."""
+    if not _plain(text):
+        if _HAS_CONTROL.search(text) is not None:
+            text = text.replace("\r\n", NEWLINE).translate(_CONTROLS)
+        text = _SPECIAL_RUN.sub(_shown_run, text)
     if oneline and NEWLINE in text:
         text = text.replace(NEWLINE, " ")
     return text

@@ -82,6 +82,18 @@ def test_emoji_keep_their_joiners_and_variation_selectors() -> None:
         assert safe(emoji) == emoji
 
 
+def test_controls_go_before_joiners_are_judged() -> None:
+    assert safe("👩\u200d\x07💻") == "👩\u200d💻"
+    assert safe("a\x1b\ufe0f") == "a\ufe0f"
+
+
+def test_the_worst_text_of_the_longest_message_is_shown_in_linear_time() -> None:
+    """Ten thousand special characters, the longest text a tool may send: every one handled."""
+    for text in ["\u200b" * 10_000, "a" + "\ufe0f" * 9_999, "👩\u200d" * 5_000, "\x1b" * 10_000]:
+        shown = safe(text)
+        assert safe(shown) == shown
+
+
 def test_a_joiner_between_letters_is_marked() -> None:
     assert safe("Ab\u200dort") == "Ab⟨U+200D⟩ort"
     assert safe("\u200d👩") == "⟨U+200D⟩👩"

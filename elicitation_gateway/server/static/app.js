@@ -45,13 +45,18 @@
 
   // ----------------------------------------------------------------------------------------------
   // Tool text made safe to show: the rules of elicitation_gateway/display.py, which a test checks
-  // against this copy. Control characters go (but the newline; a tab is a space, a carriage return,
-  // a line or a paragraph separator a newline); characters that would disguise text (bidi controls, invisible
-  // format characters, Hangul fillers) show as a marker such as ⟨U+202E⟩. A zero-width joiner
-  // between two symbols and one variation selector after a visible character stay, for emoji.
+  // against this copy. Control characters go (but the newline; a tab is a space; a carriage return,
+  // a line or a paragraph separator a newline); characters that would disguise text (bidi controls,
+  // invisible format characters, Hangul fillers) show as a marker such as ⟨U+202E⟩. A zero-width
+  // joiner between two symbols and one variation selector after a visible character stay, for emoji.
 
-  const NEEDS_WORK = /[\p{Cc}\p{Cf}\p{Variation_Selector}\u2028\u2029\u115f\u1160\u3164\uffa0]/u;
-  const FORMAT = /^[\p{Cf}\u115f\u1160\u3164\uffa0]$/u;
+  // Unicode 15.1's format characters (Cf), as display.py's FORMAT_CHARACTERS, and the Hangul fillers.
+  const FORMAT = new RegExp(
+    "^[\\u00ad\\u0600-\\u0605\\u061c\\u06dd\\u070f\\u0890\\u0891\\u08e2\\u180e\\u200b-\\u200f\\u202a-\\u202e" +
+      "\\u2060-\\u2064\\u2066-\\u206f\\ufeff\\ufff9-\\ufffb\\u{110bd}\\u{110cd}\\u{13430}-\\u{1343f}" +
+      "\\u{1bca0}-\\u{1bca3}\\u{1d173}-\\u{1d17a}\\u{e0001}\\u{e0020}-\\u{e007f}\\u115f\\u1160\\u3164\\uffa0]$",
+    "u",
+  );
   const VARIATION = /^\p{Variation_Selector}$/u;
   const SYMBOL = /^[\p{So}\p{Sk}]$/u;
   const JOINER = "\u200d";
@@ -66,34 +71,40 @@
     return `⟨U+${char.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}⟩`;
   }
 
-  function shown(text, oneline = false) {
-    let result = String(text);
-    if (NEEDS_WORK.test(result) || result.includes(GRAPHEME_JOINER)) {
-      const chars = Array.from(result);
-      const out = [];
-      let before = "";
-      chars.forEach((char, index) => {
-        const code = char.codePointAt(0);
-        let piece = char;
-        if (char === "\n") piece = char;
-        else if (char === "\t") piece = " ";
-        else if (char === "\r") piece = chars[index + 1] === "\n" ? "" : "\n";
-        else if (code < 0x20 || (code >= 0x7f && code <= 0x9f)) piece = "";
-        else if (char === "\u2028" || char === "\u2029") piece = "\n";
-        else if (char === JOINER) {
-          const after = chars[index + 1] || "";
-          piece = before && after && isSymbol(before) && isSymbol(after) ? char : marker(char);
-        } else if (VARIATION.test(char)) {
-          const kept = before && before !== "\n" && !VARIATION.test(before) && before !== "⟩";
-          piece = kept ? char : marker(char);
-        } else if (FORMAT.test(char) || char === GRAPHEME_JOINER) piece = marker(char);
-        if (piece) {
-          out.push(piece);
-          before = Array.from(piece).pop();
-        }
-      });
-      result = out.join("");
+  /** Step one: controls removed but the newline; tab, carriage return, line and paragraph
+   *  separators mapped. */
+  function withoutControls(text) {
+    let out = "";
+    for (const char of text.replaceAll("\r\n", "\n")) {
+      const code = char.codePointAt(0);
+      if (char === "\n") out += char;
+      else if (char === "\t") out += " ";
+      else if (char === "\r" || char === "\u2028" || char === "\u2029") out += "\n";
+      else if (code < 0x20 || (code >= 0x7f && code <= 0x9f)) continue;
+      else out += char;
     }
+    return out;
+  }
+
+  /** Step two: the special characters marked, but a joiner between two symbols and one variation
+   *  selector after a visible character. */
+  function shown(text, oneline = false) {
+    const chars = Array.from(withoutControls(String(text)));
+    const out = [];
+    let before = "";
+    chars.forEach((char, index) => {
+      let piece = char;
+      if (char === JOINER) {
+        const after = chars[index + 1] || "";
+        piece = before && after && isSymbol(before) && isSymbol(after) ? char : marker(char);
+      } else if (VARIATION.test(char)) {
+        const kept = before && before !== "\n" && before !== "⟩" && !VARIATION.test(before);
+        piece = kept ? char : marker(char);
+      } else if (FORMAT.test(char) || char === GRAPHEME_JOINER) piece = marker(char);
+      out.push(piece);
+      before = Array.from(piece).pop();
+    });
+    const result = out.join("");
     return oneline ? result.replaceAll("\n", " ") : result;
   }
   window.gatewayShown = shown; // for the page's test, which checks it against display.py
