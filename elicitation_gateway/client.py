@@ -145,12 +145,15 @@ class GatewayClient:
         call_id: str | None = None,
         timeout: float | None = None,  # noqa: ASYNC109  (how long the question waits, on the gateway)
         on_timeout: OnTimeout | None = None,
+        asker: str | None = None,
     ) -> ElicitResult:
         """Ask and wait for the person's answer.
 
         ``params`` are MCP form params (the model, or a dict as on the wire). ``timeout`` is how
         long the question waits for an answer (the gateway's default otherwise); when it passes
         the result is ``cancel``, or with ``on_timeout="default"`` the schema's defaults accepted.
+        ``asker`` names who asks (a proxy: the server and its tool), which answerers show apart from
+        the message.
         If the caller is cancelled, the question is withdrawn. Raises :class:`GatewayError` (or a
         subclass) when no result can be had.
         """
@@ -163,6 +166,7 @@ class GatewayClient:
                 call_id=call_id,
                 timeout=timeout,
                 on_timeout=on_timeout,
+                asker=asker,
             )
         )
         try:
@@ -183,6 +187,7 @@ class GatewayClient:
         call_id: str | None = None,
         timeout: float | None = None,  # noqa: ASYNC109  (how long the question waits, on the gateway)
         on_timeout: OnTimeout | None = None,
+        asker: str | None = None,
     ) -> str:
         """Ask without waiting (``POST /elicitations``); return the elicitation's id."""
         body = form_params(params)
@@ -193,6 +198,7 @@ class GatewayClient:
             "callID": call_id,
             "timeout": _seconds(timeout or self.timeout),
             "onTimeout": on_timeout or self.on_timeout,
+            "asker": asker,
         }
         query = {name: value for name, value in query.items() if value is not None}
         # Not retried: a lost response may have asked already, and a gateway that is down should fail fast.

@@ -92,6 +92,8 @@ class AskOptions:
     tool: QuestionTool | None = None
     timeout: float | None = None
     on_timeout: OnTimeout = "cancel"
+    asker: str | None = None
+    """Who asks (``?asker=``): shown apart from the message, and before it to OpenCode clients."""
 
 
 @dataclass(frozen=True)
@@ -352,7 +354,7 @@ class Gateway:
         :class:`TooLarge` for a question larger than a session may hold."""
         if self._closing:
             raise ShuttingDown("the gateway is shutting down")
-        form = await self._form(schema, message)
+        form = await self._form(schema, f"{options.asker}: {message}" if options.asker else message)
         if options.on_timeout == "default":
             _check_defaults(form)
         session_id = options.session_id or self.default_session_id
@@ -370,7 +372,9 @@ class Gateway:
         timeout = min(options.timeout or self.settings.timeout, self.settings.max_timeout)
         now = time.time()
         directory = normalize_directory(options.directory)
-        record = Record.new(request, form, message, directory, now, now + timeout, options.on_timeout)
+        record = Record.new(
+            request, form, message, directory, now, now + timeout, options.on_timeout, options.asker
+        )
         self._charge(record)  # with no await since the check: asks at once cannot overshoot the budget
         try:
             await self.store.add(record)

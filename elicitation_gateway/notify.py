@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from elicitation_gateway.display import safe
 from elicitation_gateway.encoding import to_utf8
 from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.records import Record
@@ -53,11 +54,14 @@ def _valid_text(text: str) -> str:
 def compose(record: Record, public_url: str | None, *, reminder: bool = False) -> tuple[str, str]:
     """The title and body of the notification of ``record``: the message, each question's header, and
     a link that opens the question on the page. Only what the page shows anyone; no credentials.
-    A ``reminder`` says how long the question has left."""
+    A ``reminder`` says how long the question has left. Tool text is made safe to show
+    (:func:`~elicitation_gateway.display.safe`): a notification may end up in a terminal too."""
     questions = record.request.questions
     first_line = next((line for line in record.message.splitlines() if line.strip()), "")
     title = f"Question: {questions[0].header}" if questions else first_line or "Question"
     lines = [record.message.strip()] if record.message.strip() else []
+    if record.asker:
+        lines.insert(0, f"Asked by {safe(record.asker, oneline=True)}")
     if reminder:
         title = "Reminder: " + title.removeprefix("Question: ")
         outcome = "its defaults are sent" if record.on_timeout == "default" else "it is cancelled"
@@ -65,7 +69,8 @@ def compose(record: Record, public_url: str | None, *, reminder: bool = False) -
     lines += [f"- {question.header}" for question in questions]
     if public_url:
         lines += ["", f"Answer: {public_url}/?question={record.id}"]
-    return _valid_text(_shorten(title, TITLE_LENGTH)), _valid_text("\n".join(lines))
+    title = _shorten(safe(title, oneline=True), TITLE_LENGTH)
+    return _valid_text(title), _valid_text(safe("\n".join(lines)))
 
 
 def time_left(seconds: float) -> str:

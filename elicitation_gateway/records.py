@@ -26,6 +26,9 @@ class Record(BaseModel):
     request: QuestionRequest
     form: Form
     message: str
+    asker: str | None = None
+    """Who asks, as the tool that asked says it (the proxy: the MCP server and its tool): the answerers
+    show it apart from the message, which cannot imitate it."""
     directory: str | None = None
     created_at: float
     expires_at: float
@@ -46,6 +49,7 @@ class Record(BaseModel):
         created_at: float,
         expires_at: float,
         on_timeout: OnTimeout,
+        asker: str | None = None,
     ) -> "Record":
         """A pending record of parts the gateway made and checked, so not validated again; all of them
         share one set of field names, where pydantic would keep a set (~500 bytes) per record."""
@@ -58,6 +62,7 @@ class Record(BaseModel):
             created_at=created_at,
             expires_at=expires_at,
             on_timeout=on_timeout,
+            asker=asker,
         )
 
     @property
@@ -90,5 +95,7 @@ class Record(BaseModel):
         return events.replied(self.request.sessionID, self.id, answers, self.directory)
 
 
-_NEW_RECORD_FIELDS = {"request", "form", "message", "directory", "created_at", "expires_at", "on_timeout"}
+_NEW_RECORD_FIELDS = {
+    *("request", "form", "message", "asker", "directory", "created_at", "expires_at", "on_timeout"),
+}
 """Shared by every record ``Record.new`` makes: pydantic copies it before any change."""

@@ -28,6 +28,7 @@ from elicitation_gateway.answerer.connection import (
 )
 from elicitation_gateway.answerer.draft import Draft
 from elicitation_gateway.answerer.widgets import DeclineRequested, RequestView, SendRequested
+from elicitation_gateway.display import safe
 
 KEYS = (
     ("←→/Tab", "question"),
@@ -51,6 +52,7 @@ class AnswerApp(App[None]):
     #directory { height: 1; padding: 0 1; background: $panel; color: $text-muted; }
     #body { height: 1fr; padding: 1 1 0 1; }
     #idle { color: $text-muted; padding: 1 0; }
+    #asker { width: auto; margin: 0 0 1 0; background: $accent-muted; color: $text-accent; }
     #message { padding: 0 0 1 0; text-style: bold; }
     #request Tabs { margin: 0 0 1 0; }
     .question-text { padding: 0 0 0 0; }
@@ -95,7 +97,7 @@ class AnswerApp(App[None]):
         filtering = Static(self._directory_line(directory) if directory else "", id="directory")
         filtering.display = bool(directory)
         yield filtering
-        in_directory = f" in {directory}" if directory else ""
+        in_directory = f" in {safe(directory, oneline=True)}" if directory else ""
         with Vertical(id="body"):
             idle = f"No questions waiting{in_directory}. They appear here as tools ask them."
             yield Static(Content(idle), id="idle")  # Content: a directory's name is text, not markup
@@ -144,11 +146,11 @@ class AnswerApp(App[None]):
         if not found:  # the app is closing
             return
         status = found.first(Static)
-        url = self.client.url
+        url = safe(self.client.url, oneline=True)
         if self.connected:
             line = Content.assemble(("● ", "bold"), "connected to ", url)
         elif self.status_reason:
-            reason = (f"({self.status_reason})", "dim")
+            reason = (f"({safe(self.status_reason, oneline=True)})", "dim")
             line = Content.assemble(("○ ", "bold"), "disconnected, reconnecting… ", reason)
         else:
             line = Content.assemble("○ connecting to ", url, "…")
@@ -161,7 +163,8 @@ class AnswerApp(App[None]):
 
     @staticmethod
     def _directory_line(directory: str) -> Content:
-        return Content.assemble("only directory ", (directory, "bold"), " (and questions that name none)")
+        shown = safe(directory, oneline=True)
+        return Content.assemble("only directory ", (shown, "bold"), " (and questions that name none)")
 
     @staticmethod
     def _keys() -> Content:
@@ -276,4 +279,4 @@ class AnswerApp(App[None]):
             self.notify("That request was already answered elsewhere.", severity="warning")
             await self._forget(request_id)
             return
-        self.notify(f"Could not {what}: {describe_error(error)}", severity="error")
+        self.notify(safe(f"Could not {what}: {describe_error(error)}"), severity="error")

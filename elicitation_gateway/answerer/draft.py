@@ -9,6 +9,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from elicitation_gateway.display import safe
+
 CHOICE_KINDS = frozenset({"choice", "multi", "boolean"})
 BOOLEAN_LABELS = ("Yes", "No")
 
@@ -63,7 +65,7 @@ class Question:
             wanted = default if kind == "multi" and isinstance(default, list) else [default]
             defaults = {values.index(v) for v in wanted if v in values}
         elif has_default:
-            default_text = _as_text(default)
+            default_text = safe(_as_text(default))  # typed into the field, as shown: what is sent
         return cls(
             key=str(described["key"]),
             kind=kind,
@@ -86,6 +88,8 @@ class RequestForm:
     id: str
     message: str
     questions: tuple[Question, ...]
+    asker: str = ""
+    """Who asks, as the tool said (the proxy: ``server · tool``): shown apart from the message."""
     expires_at: float | None = None
     """Seconds since the epoch."""
     on_timeout: str = "cancel"
@@ -100,6 +104,7 @@ class RequestForm:
             id=str(described["id"]),
             message=message,
             questions=tuple(questions),
+            asker=str(described.get("asker") or ""),
             expires_at=float(expires_at) if isinstance(expires_at, int | float) else None,
             on_timeout="default" if described.get("onTimeout") == "default" else "cancel",
         )

@@ -17,6 +17,7 @@ from textual.widgets import ContentSwitcher, Input, OptionList, Static, Tab, Tab
 from textual.widgets.option_list import Option
 
 from elicitation_gateway.answerer.draft import Draft, Question
+from elicitation_gateway.display import safe
 
 CONFIRM = "confirm"
 
@@ -61,9 +62,9 @@ class QuestionPane(Vertical):
 
     def compose(self) -> ComposeResult:
         question = self.question
-        yield Static(Content(question.text), classes="question-text")
+        yield Static(Content(safe(question.text)), classes="question-text")
         if question.warning:
-            yield Static(Content.assemble(("⚠ ", "bold"), question.warning), classes="question-warning")
+            yield Static(Content.assemble(("⚠ ", "bold"), safe(question.warning)), classes="question-warning")
         yield Static(self._needs(), classes="question-needs")
         if question.free_text:
             yield Input(
@@ -89,7 +90,7 @@ class QuestionPane(Vertical):
     def show_issue(self) -> None:
         issue = self.draft.issues.get(self.index, "")
         shown = self.query_one(".issue", Static)
-        shown.update(Content.assemble(("✗ ", "bold"), issue) if issue else "")
+        shown.update(Content.assemble(("✗ ", "bold"), safe(issue)) if issue else "")
         shown.display = bool(issue)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
@@ -135,12 +136,12 @@ class QuestionPane(Vertical):
                 ("› " if number == cursor else "  ", "bold"),
                 f"{number + 1}. " if number < 9 else "   ",
                 (mark, "bold" if chosen else ""),
-                (choice.label, "bold" if chosen else ""),
+                (safe(choice.label, oneline=True), "bold" if chosen else ""),
             ]
             if number in question.default_choices:
                 parts.append((" (default)", "dim"))
             if choice.description:
-                parts.append((f"\n        {choice.description}", "dim"))
+                parts.append((f"\n        {safe(choice.description, oneline=True)}", "dim"))
             options.append(Option(Content.assemble(*parts)))
         return options
 
@@ -153,7 +154,7 @@ class QuestionPane(Vertical):
             words.append(("choose one: Enter or 1–9", "dim"))
         else:
             words.append(("type the answer, Enter moves on", "dim"))
-        words.extend((hint, "dim") for hint in question.hints)
+        words.extend((safe(hint, oneline=True), "dim") for hint in question.hints)
         return Content(" · ").join(Content.assemble(word) for word in words)
 
     def _placeholder(self) -> str:
@@ -181,11 +182,12 @@ class ConfirmPane(Widget, can_focus=True):
             style = "" if draft.answered(index) else "dim"
             if question.required and not draft.answered(index) and not question.has_default:
                 style = "bold"
-            lines.append(Content.assemble((f"{question.header}: ", "bold"), (answer, style)))
+            header = safe(question.header, oneline=True)
+            lines.append(Content.assemble((f"{header}: ", "bold"), (safe(answer), style)))
             if index in draft.issues:
-                lines.append(Content.assemble(("  ✗ ", "bold"), draft.issues[index]))
+                lines.append(Content.assemble(("  ✗ ", "bold"), safe(draft.issues[index])))
         if draft.problem:
-            lines.append(Content.assemble("\n", ("✗ ", "bold"), draft.problem))
+            lines.append(Content.assemble("\n", ("✗ ", "bold"), safe(draft.problem)))
         lines.append(Content.assemble("\n", ("Enter", "bold"), " send · ", ("d", "bold"), " decline"))
         return Content("\n").join(lines)
 
@@ -211,8 +213,11 @@ class RequestView(Vertical):
 
     def compose(self) -> ComposeResult:
         form = self.draft.form
+        if form.asker:  # its own line and style: no line of the message can pass for it
+            who = Content.assemble(" asked by ", (safe(form.asker, oneline=True), "bold"), " ")
+            yield Static(who, id="asker")
         if form.message.strip():
-            yield Static(Content(form.message.strip()), id="message")
+            yield Static(Content(safe(form.message.strip())), id="message")
         tabs = Tabs(*[Tab(self._label(i), id=tab_id) for i, tab_id in enumerate(self.tab_ids)])
         tabs.can_focus = False
         yield tabs
@@ -282,7 +287,7 @@ class RequestView(Vertical):
         if index == len(questions):
             return Content("Confirm")
         question = questions[index]
-        parts: list[str | tuple[str, str]] = [question.header]
+        parts: list[str | tuple[str, str]] = [safe(question.header, oneline=True)]
         if question.required:
             parts.append(("*", "bold"))
         if index in self.draft.issues:

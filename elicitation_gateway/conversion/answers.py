@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from elicitation_gateway.conversion.fields import BOOLEAN_LABELS, Field, ValueProblem, check_value
 from elicitation_gateway.conversion.schema import Form
+from elicitation_gateway.display import safe
 
 
 class Issue(BaseModel):
@@ -89,7 +90,7 @@ def _is_unanswered(field: Field, picked: list[str]) -> bool:
         return True
     if len(picked) != 1 or picked[0].strip():
         return False
-    blank_is_option = any(picked[0] in (o.label, o.value) for o in field.options)
+    blank_is_option = any(picked[0] in (o.label, o.value, safe(o.label, oneline=True)) for o in field.options)
     return not blank_is_option
 
 
@@ -111,12 +112,17 @@ def _parse(field: Field, text: str) -> Any:
 
 
 def _option_value(field: Field, text: str) -> str:
-    """A label wins over a value: ``text`` names the option it labels, else the option it is."""
+    """A label wins over a value: ``text`` names the option it labels, else the option it is, else the
+    option whose label is shown as ``text`` (OpenCode clients answer with the label they were sent,
+    made safe to show; the schema refuses options whose shown labels are alike)."""
     for option in field.options:
         if option.label == text:
             return option.value
     for option in field.options:
         if option.value == text:
+            return option.value
+    for option in field.options:
+        if safe(option.label, oneline=True) == text:
             return option.value
     labels = ", ".join(o.label for o in field.options)
     raise ValueProblem(f"'{_clip(text)}' is not one of the options ({labels})")

@@ -23,6 +23,7 @@ from elicitation_gateway.conversion.fields import (
     describe_value,
 )
 from elicitation_gateway.conversion.patterns import PatternError, compile_pattern, pattern_shape
+from elicitation_gateway.display import safe, skeleton
 from elicitation_gateway.encoding import InvalidText, check_text, shown, valid_text
 from elicitation_gateway.models import QuestionInfo, QuestionOption
 
@@ -128,7 +129,7 @@ def _convert(
         if field.kind in ("string", "text"):
             field = _judged(field, schema, allow_sensitive, where)
         title = schema.get("title") if isinstance(schema.get("title"), str) else None
-        header = shorten(title or message or "Question", header_length)
+        header = shorten(safe(title or message or "Question"), header_length)
         question = _question(field, message or title or "Choose", header)
         own = (title or "") if message else (title or "Choose")
         return Form(fields=(field,), questions=(question,), texts=(own,), legacy=True)
@@ -583,6 +584,7 @@ def _options(
     options: list[Option] = []
     seen_values: set[str] = set()
     seen_labels: set[str] = set()
+    looks: dict[tuple[str, str], str] = {}
     for value, label in pairs:
         if value in seen_values:
             raise SchemaError(f"{where} lists the choice {value!r} twice")
@@ -590,6 +592,7 @@ def _options(
         if label in seen_labels:  # two options must never share a label
             label = f"{label} ({value})"
         seen_labels.add(label)
+        _check_distinct(label, looks, where)
         description = descriptions.get(value, descriptions.get(label, ""))
         description = description if isinstance(description, str) else ""
         # Of checked strings: not validated again (a form may hold thousands of options).
@@ -597,6 +600,19 @@ def _options(
             Option.model_construct(_OPTION_FIELDS, value=value, label=label, description=description)
         )
     return tuple(options)
+
+
+def _check_distinct(label: str, looks: dict[tuple[str, str], str], where: str) -> None:
+    """Two options a person cannot tell apart (``Abort`` and ``Abort\\u200b``, a Cyrillic ``А``, a
+    trailing space) would let a person pick one while seeing the other: the schema is refused. Labels
+    are compared as they read and as the answerers show them."""
+    for look in (("reads", skeleton(label)), ("shown", safe(label, oneline=True))):
+        other = looks.setdefault(look, label)
+        if other != label:
+            raise SchemaError(
+                f"{where} has the options {shown(other)!r} and {shown(label)!r}, which a person cannot "
+                "tell apart (they differ only in invisible characters, look-alike letters or spaces)"
+            )
 
 
 _OPTION_FIELDS = {"value", "label", "description"}
@@ -664,7 +680,9 @@ def _checked_default(field: Field, default: Any) -> Any:
 def _question(
     field: Field, text: str, header: str, options: list[QuestionOption] | None = None
 ) -> QuestionInfo:
-    """The question that shows ``field``; ``options``: those of another question of it, shared.
+    """The question that shows ``field``, as OpenCode clients show it, in a terminal too: its words made
+    safe to show (:func:`~elicitation_gateway.display.safe`); the field keeps the labels as the tool
+    wrote them (:mod:`.answers` takes either). ``options``: those of another question of it, shared.
 
     Of checked parts, so not validated again, with one shared set of field names: a derived first
     question is made for every ask, and pydantic's validation would copy its options and keep a set of
@@ -678,8 +696,8 @@ def _question(
     closed = field.kind in ("choice", "multi", "boolean")
     return QuestionInfo.model_construct(
         _QUESTION_FIELDS,
-        question=text,
-        header=header,
+        question=safe(text),
+        header=safe(header, oneline=True),
         options=options,
         multiple=True if field.kind == "multi" else None,
         custom=False if closed else None,
@@ -689,7 +707,9 @@ def _question(
 def _question_options(field: Field) -> list[QuestionOption]:
     if field.kind in ("choice", "multi"):
         return [
-            QuestionOption.model_construct(_QUESTION_OPTION_FIELDS, label=o.label, description=o.description)
+            QuestionOption.model_construct(
+                _QUESTION_OPTION_FIELDS, label=safe(o.label, oneline=True), description=safe(o.description)
+            )
             for o in field.options
         ]
     if field.kind == "boolean":

@@ -11,13 +11,17 @@ anywhere:
   verification code, credentials), or a description that names a secret;
 - **nothing**: numbers, booleans and choices, whatever their words say, and every other text.
 
-Only bounded text is read (``SCAN_LENGTH`` characters of each), word by word: asking costs the same
-whatever a tool writes in its descriptions.
+Words are read as a person reads them (:func:`elicitation_gateway.display.skeleton`): ``Pass\u200bword``,
+``Pass\u00adword``, ``Раssword`` with Cyrillic letters and fullwidth ``Ｐａｓｓｗｏｒｄ`` are all "password".
+Only bounded text is read (``SCAN_LENGTH`` visible characters of each), word by word: asking costs
+little whatever a tool writes in its descriptions.
 """
 
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from elicitation_gateway.display import skeleton, visible
 
 SCAN_LENGTH = 300
 """Characters of a key, title or description that are read; secrets are named at the start."""
@@ -87,8 +91,8 @@ _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 
 def words(text: str) -> list[str]:
-    """The lower-case words of ``text``'s first ``SCAN_LENGTH`` characters."""
-    return [word.lower() for word in _WORDS.findall(text[:SCAN_LENGTH])]
+    """The lower-case words of ``text``'s first ``SCAN_LENGTH`` visible characters, as they read."""
+    return [word.lower() for word in _WORDS.findall(skeleton(visible(text)[:SCAN_LENGTH]))]
 
 
 def _named(text: Any, phrases: dict[tuple[str, ...], str]) -> str | None:

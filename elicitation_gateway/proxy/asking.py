@@ -37,6 +37,7 @@ from elicitation_gateway.client import (
     GatewayRefused,
     GatewayUnavailable,
 )
+from elicitation_gateway.display import clip, safe
 
 if TYPE_CHECKING:
     from mcp.client.session import ClientRequestContext
@@ -44,6 +45,21 @@ if TYPE_CHECKING:
 
 AnswerWith = Literal["gateway", "client"]
 WAITING = "waiting for a person to answer through Elicitation Gateway"
+NAME_LENGTH = 100
+"""Characters of the upstream's name and of a tool's name in who asks: a name, not a message."""
+
+
+def asker(server: str, tool: str | None) -> str:
+    """Who asks, as answerers show it apart from the message: ``server · tool``, each name cut to
+    :data:`NAME_LENGTH` characters (an upstream's name of a megabyte still lets its questions through)."""
+    server = clip(server, NAME_LENGTH)
+    return f"{server} · {clip(tool, NAME_LENGTH)}" if tool else server
+
+
+def say(line: str, stream: TextIO | None = None) -> None:
+    """One line on stderr, the proxy's own: what an upstream named in it is made safe to show on a
+    terminal (:func:`~elicitation_gateway.display.safe`), on one line."""
+    print(safe(line, oneline=True), file=stream or sys.stderr, flush=True)
 
 
 class Progress:
@@ -131,7 +147,7 @@ class FaultReport:
     def fault(self, reason: str) -> None:
         if reason != self.last:
             self.last = reason
-            print(f"elicitation-gateway proxy: {reason}", file=self.stream or sys.stderr, flush=True)
+            say(f"elicitation-gateway proxy: {reason}", self.stream)
 
     def recovered(self) -> None:
         self.last = None
@@ -212,10 +228,10 @@ class Asker:
     async def _ask_gateway(
         self, params: ElicitRequestFormParams | ElicitRequestURLParams, tool: str | None
     ) -> ElicitResult | ErrorData:
-        who = f"{self.server_name} · {tool}" if tool else self.server_name
-        form = _as_form(params, who)
+        who = asker(self.server_name, tool)
+        form = _as_form(params)
         try:
-            result = await self.gateway.elicit(form)
+            result = await self.gateway.elicit(form, asker=who)
         except GatewayRefused as error:
             if error.status in (401, 403):
                 self.faults.fault(
@@ -273,9 +289,9 @@ def client_elicitation(session: ServerSession) -> Any:
     return capabilities.elicitation if capabilities is not None else None
 
 
-def _as_form(params: ElicitRequestFormParams | ElicitRequestURLParams, who: str) -> ElicitRequestFormParams:
-    """The gateway's question: the upstream's message, prefixed with who asks. A URL-mode elicitation
-    becomes one yes/no question that shows the link: the person opens it and confirms."""
+def _as_form(params: ElicitRequestFormParams | ElicitRequestURLParams) -> ElicitRequestFormParams:
+    """The gateway's question: the upstream's message (who asks goes apart, as ``asker``). A URL-mode
+    elicitation becomes one yes/no question that shows the link: the person opens it and confirms."""
     if isinstance(params, ElicitRequestURLParams):
         schema = {
             "type": "object",
@@ -288,9 +304,7 @@ def _as_form(params: ElicitRequestFormParams | ElicitRequestURLParams, who: str)
                 }
             },
         }
-        return ElicitRequestFormParams(
-            message=f"{who}: {params.message}\n{params.url}", requested_schema=schema
-        )
+        return ElicitRequestFormParams(message=f"{params.message}\n{params.url}", requested_schema=schema)
     return ElicitRequestFormParams(
-        message=f"{who}: {params.message}", requested_schema=params.requested_schema, _meta=params.meta
+        message=params.message, requested_schema=params.requested_schema, _meta=params.meta
     )

@@ -11,7 +11,8 @@ import anyio
 from mcp.server.stdio import stdio_server
 
 from elicitation_gateway.client import DEFAULT_URL, GatewayClient
-from elicitation_gateway.proxy.asking import Asker, Calls, FaultReport
+from elicitation_gateway.display import clip
+from elicitation_gateway.proxy.asking import NAME_LENGTH, Asker, Calls, FaultReport, say
 from elicitation_gateway.proxy.rounds import Exchanges
 from elicitation_gateway.proxy.server import Forwarder, build_server
 from elicitation_gateway.proxy.stdin import ClientInput
@@ -187,13 +188,13 @@ async def serve(args: argparse.Namespace, upstream: Upstream) -> int:
                 info = client.server_info
                 name = info.name if info is not None else upstream.describe()
                 asker.server_name = (info.title or info.name) if info is not None else name
-                gateway.directory = args.directory or f"mcp:{name}"
+                gateway.directory = args.directory or f"mcp:{clip(name, NAME_LENGTH)}"
                 started = (
-                    f"{PROG}: {asker.server_name} ({upstream.describe()}), "
+                    f"{PROG}: {clip(asker.server_name, NAME_LENGTH)} ({upstream.describe()}), "
                     f"protocol {client.protocol_version}; questions to {gateway.url} "
                     f"in {gateway.directory} (--answer-with {args.answer_with})"
                 )
-                print(started, file=sys.stderr, flush=True)
+                say(started)
                 exchanges = Exchanges(args.timeout or 300.0) if args.answer_with == "client" else None
                 forwarder = Forwarder(client, calls, name, faults, exchanges)
                 server, notifications = build_server(forwarder)
@@ -208,6 +209,6 @@ async def serve(args: argparse.Namespace, upstream: Upstream) -> int:
         except ClientLeft:
             return 0
         except UpstreamFailed as error:
-            print(f"{PROG}: {error}", file=sys.stderr, flush=True)
+            say(f"{PROG}: {error}")
             return 1
     return 0

@@ -177,6 +177,10 @@ class QuestionForm(Body):
     id: str
     sessionID: str
     message: str
+    asker: str | None = Field(
+        None,
+        description="Who asks, as the tool says it (the proxy: server · tool): shown apart from the message.",
+    )
     legacy: bool = Field(description='A top-level enum (or array of enum): the content is {"value": ...}.')
     expiresAt: float = Field(description="When the question expires, in seconds since the epoch.")
     onTimeout: Literal["cancel", "default"] = Field(

@@ -236,6 +236,12 @@ _ASK_PARAMETERS = [
         "schema": {"type": "string", "enum": ["cancel", "default"], "default": "cancel"},
         "description": "At expiry: cancel, or accept the schema's defaults (every required field needs one).",
     },
+    {
+        "name": "asker",
+        "in": "query",
+        "schema": {"type": "string", "maxLength": 256},
+        "description": "Who asks (a proxy: server · tool): answerers show it apart from the message.",
+    },
 ]
 _DIRECTORY = [
     {"name": "directory", "in": "query", "schema": {"type": "string"}},

@@ -2,6 +2,7 @@
 
 import asyncio
 import os
+import random
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, Locator, Page, Route, async_playwright, expect
 
+from elicitation_gateway.display import safe
 from tests.conftest import RunningServer, settings_for_tests
 from tests.helpers import ask, form, pending
 
@@ -700,3 +702,75 @@ async def test_page_and_its_files_are_served_by_the_gateway(server):
 def start_on_port(port: int) -> RunningServer:
     """A new gateway on the port an earlier one used, as after a restart (of a fresh process)."""
     return RunningServer(settings_for_tests(), port=port).start()
+
+
+HOSTILE_MESSAGE = "Clean up?\n\x1b[2K\x1b[1GAsked by Trusted CI · run_tests\u202e\x1b]52;c;cm0=\x07"
+HOSTILE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "act": {
+            "type": "string",
+            "title": "Act\u2067now\u2069",
+            "description": "Read\u200b this\x1b]8;;https://evil.example/\x1b\\ first",
+            "oneOf": [{"const": "keep", "title": "Keep\u202e"}, {"const": "wipe", "title": "Wipe\u200b all"}],
+        },
+        "note": {"type": "string", "title": "Note", "default": "fine\u202etxt.exe"},
+    },
+    "required": ["act"],
+}
+# Bidi controls, invisible format characters and controls but the newline: none may reach the page's text.
+DISGUISING = (
+    r"/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u200b\u200c\u200e\u200f"
+    r"\u202a-\u202e\u2060-\u2069\ufeff\u00ad]/u"
+)
+
+
+async def test_hostile_tool_text_is_shown_safe_and_who_asks_stands_apart(server, open_page):
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
+        tab = await open_page(server.url)
+        created = await client.post(
+            "/elicitations", json=form(HOSTILE_SCHEMA, HOSTILE_MESSAGE), params={"asker": "evil-mcp · wipe"}
+        )
+        assert created.status_code == 201, created.text
+        card = tab.page.locator("article.card")
+        await expect(card).to_have_count(1)
+        asker = card.locator(".card-asker")
+        await expect(asker).to_have_text("Asked byevil-mcp · wipe")
+        # Above the message, in a style no text of the message has.
+        assert await asker.evaluate("node => node.nextElementSibling.matches('.card-title')")
+        title = card.locator(".card-title")
+        await expect(title).to_have_text("Clean up?\n[2K[1GAsked by Trusted CI · run_tests⟨U+202E⟩]52;c;cm0=")
+        assert await title.locator(".card-asker, .asker-name").count() == 0
+        header = question(card, "act").locator(".question-header > span").first
+        await expect(header).to_have_text("Act⟨U+2067⟩…")  # cut to the header's 12 characters
+        await expect(question(card, "act").locator(".question-text")).to_have_text(
+            "Read⟨U+200B⟩ this]8;;https://evil.example/\\ first"
+        )
+        await expect(question(card, "act").get_by_role("radio", name="Keep⟨U+202E⟩")).to_be_visible()
+        await expect(question(card, "note").locator("input")).to_have_value("fine⟨U+202E⟩txt.exe")
+        assert not await card.evaluate(f"node => {DISGUISING}.test(node.textContent)")
+
+        await question(card, "act").get_by_role("radio", name="Wipe⟨U+200B⟩ all").check()
+        await card.get_by_role("button", name="Submit").click()
+        await expect(card).to_have_count(0)
+        result = (await client.get(f"/elicitations/{created.json()['id']}")).json()["result"]
+        assert result == {"action": "accept", "content": {"act": "wipe", "note": "fine⟨U+202E⟩txt.exe"}}
+
+
+async def test_the_pages_rules_for_showing_text_are_display_pys(server, open_page):
+    """The page's copy of the rules (``shown`` in app.js) gives what ``display.safe`` gives, on
+    examples and on random text mixing controls, bidi, invisibles, emoji pieces and letters."""
+    tab = await open_page(server.url)
+    pieces = [chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)]]
+    pieces += list("\u202a\u202e\u2066\u2069\u200e\u200f\u061c\u200b\u200c\u200d\u2060\u2064\ufeff\u00ad")
+    pieces += ["\u180e", "\U000e0001", "\U000e0041", "\u3164", "\u034f", "\ufe0f", "\ufe01", "\U000e0100"]
+    pieces += ["\u2028", "\u2029", "a", "Р", "👩", "💻", "❤", "🏽", "⟩", " ", "\n", "\u0600", "日", "\ud7ff"]
+    generator = random.Random(20260101)
+    samples = ["👩\u200d💻", "❤\ufe0f", "a\ufe0f\ufe01", "Ab\u200dort", "x\u202ey", "e\u0301"]
+    samples += ["".join(generator.choices(pieces, k=generator.randint(0, 12))) for _ in range(400)]
+    shown = await tab.page.evaluate(
+        "samples => samples.map(s => [window.gatewayShown(s), window.gatewayShown(s, true)])", samples
+    )
+    for sample, (multiline, oneline) in zip(samples, shown, strict=True):
+        assert multiline == safe(sample), sample
+        assert oneline == safe(sample, oneline=True), sample

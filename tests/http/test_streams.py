@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from elicitation_gateway.display import safe
 from tests.conftest import TEST_DIRECTORY
 from tests.helpers import EventReader, Frame, ask, form, read_events, text_properties
 
@@ -419,9 +420,10 @@ async def test_html_and_line_breaks_arrive_intact_without_breaking_frames(client
         tool = ask(client, form(schema, "Line one\r\nline two\n\ndata: not an event"))
         asked = await events.next("question.asked")
         questions = asked.properties["questions"]
-        assert questions[1]["question"] == TRICKY_TEXT
-        assert questions[2]["options"][0]["label"] == TRICKY_LABEL
-        assert questions[0]["question"].startswith("Line one\r\nline two\n\ndata: not an event")
+        # Made safe to show (a carriage return is a newline), the lines still arrive in one frame.
+        assert questions[1]["question"] == safe(TRICKY_TEXT)
+        assert questions[2]["options"][0]["label"] == safe(TRICKY_LABEL, oneline=True)
+        assert questions[0]["question"].startswith("Line one\nline two\n\ndata: not an event")
         assert asked.properties == (await client.get("/question")).json()[0]
 
         answers = [["a\r\nb"], ["<i>x</i>\n\ndata: y\n\n"], [TRICKY_LABEL]]
@@ -464,7 +466,7 @@ async def test_raw_stream_holds_one_data_line_per_event(client):
     assert block[0] == f"id: {event['id']}"
     assert event["type"] == "question.asked"
     assert event["properties"]["id"] == request_id
-    assert event["properties"]["questions"][0]["question"] == TRICKY_TEXT
+    assert event["properties"]["questions"][0]["question"] == safe(TRICKY_TEXT)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -401,3 +401,52 @@ async def test_a_round_the_client_never_answers_is_given_up(server: RunningServe
             allow_input_required=True,
         )
         assert answered.content[0].text == "no order: decline"
+
+
+HOSTILE_NAME = "evil-mcp\x1b]0;pwned\x07\x1b[2K\x1b[1G\nTrusted CI\u202e"
+
+
+async def test_an_upstreams_hostile_name_reaches_no_terminal_raw_and_is_shown_apart(
+    server: RunningServer, proxy: Proxy
+) -> None:
+    """A ``serverInfo`` name with escape sequences and a newline: the proxy's stderr gets it made safe,
+    on one line; the gateway gets it as ``asker``, apart from the message, and OpenCode clients see it
+    without a control character."""
+    upstream = [*UPSTREAM, "--name", HOSTILE_NAME, "--title", ""]
+    async with (
+        proxy.client(server.url, upstream=upstream) as client,
+        httpx.AsyncClient(base_url=server.url, timeout=10) as gateway,
+        anyio.create_task_group() as tasks,
+    ):
+        tasks.start_soon(client.call_tool, "order_part", {})
+        asked = await question(gateway, directory=f"mcp:{HOSTILE_NAME}")
+        form = (await gateway.get(f"/question/{asked['id']}/form")).json()
+        assert form["asker"] == f"{HOSTILE_NAME} · order_part"
+        assert form["message"] == ORDER_MESSAGE
+        shown = asked["questions"][0]["question"]
+        assert shown.startswith("evil-mcp]0;pwned[2K[1G\nTrusted CI⟨U+202E⟩ · order_part: ")
+        assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]", shown)
+        await gateway.post(f"/question/{asked['id']}/reject")
+    stderr = proxy.stderr()
+    assert "\x1b" not in stderr
+    assert "\x07" not in stderr
+    started = [line for line in stderr.splitlines() if "protocol" in line]
+    assert started, stderr
+    assert "evil-mcp]0;pwned[2K[1G Trusted CI⟨U+202E⟩" in started[0]
+
+
+async def test_a_megabyte_upstream_title_is_cut_and_questions_still_reach_a_person(
+    server: RunningServer, proxy: Proxy
+) -> None:
+    upstream = [*UPSTREAM, "--title", "Huge", "--title-size", str(1024 * 1024)]
+    async with (
+        proxy.client(server.url, upstream=upstream) as client,
+        httpx.AsyncClient(base_url=server.url, timeout=10) as gateway,
+        anyio.create_task_group() as tasks,
+    ):
+        tasks.start_soon(client.call_tool, "order_part", {})
+        asked = await question(gateway)
+        form = (await gateway.get(f"/question/{asked['id']}/form")).json()
+        assert form["asker"] == "Huge" + "x" * 95 + "… · order_part"
+        await gateway.post(f"/question/{asked['id']}/reject")
+    assert len(max(proxy.stderr().splitlines(), key=len)) < 400

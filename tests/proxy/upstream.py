@@ -4,7 +4,8 @@ any server author would write it: a tool that asks nobody, one that asks mid-cal
 the 2026-07-28 era), and a prompt, a resource and a failing tool to show the proxy is transparent.
 
 ``python -m tests.proxy.upstream`` serves it over stdio; ``--http PORT`` over Streamable HTTP at
-``/mcp``; ``--crash-on NAME`` exits the process in the middle of that tool.
+``/mcp``; ``--crash-on NAME`` exits the process in the middle of that tool; ``--name`` and ``--title``
+give its ``serverInfo`` another name and title (``--title-size N`` pads the title to N characters).
 """
 
 import argparse
@@ -47,8 +48,10 @@ class Quote(BaseModel):
     currency: str
 
 
-def build(crash_on: str | None = None) -> MCPServer:
-    server = MCPServer(NAME, title="Excavator Service (spare parts)", instructions="Orders spare parts.")
+def build(
+    crash_on: str | None = None, name: str = NAME, title: str | None = "Excavator Service (spare parts)"
+) -> MCPServer:
+    server = MCPServer(name, title=title, instructions="Orders spare parts.")
 
     def maybe_crash(tool: str) -> None:
         if crash_on == tool:
@@ -141,8 +144,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, metavar="PORT")
     parser.add_argument("--crash-on", metavar="TOOL")
+    parser.add_argument("--name", default=NAME)
+    parser.add_argument("--title", default="Excavator Service (spare parts)")
+    parser.add_argument("--title-size", type=int, default=0)
     args = parser.parse_args()
-    server = build(args.crash_on)
+    title = args.title.ljust(args.title_size, "x") or None
+    server = build(args.crash_on, args.name, title)
     if args.http:
         server.run("streamable-http", host="127.0.0.1", port=args.http)
     else:

@@ -11,7 +11,7 @@ import math
 import string
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
@@ -49,6 +49,17 @@ def inner(prop: dict[str, Any]) -> dict[str, Any]:
     return prop
 
 
+def tellable(schema: dict[str, Any]) -> bool:
+    """Whether a person can tell the options of ``schema`` (one property, or a legacy schema) apart:
+    the conversion refuses options that differ only in invisible characters, look-alikes or spaces."""
+    try:
+        legacy = "enum" in schema and "properties" not in schema
+        build_form(schema if legacy else {"properties": {"p": schema}})
+    except SchemaError as error:
+        return "tell apart" not in error.message
+    return True
+
+
 # ---------------------------------------------------------------------------------------------------
 # Restricted property schemas
 
@@ -74,6 +85,7 @@ def choice_property(draw: st.DrawFn, junk: bool) -> dict[str, Any]:
         prop["default"] = draw(
             st.one_of(st.sampled_from(values), JUNK_DEFAULTS) if junk else st.sampled_from(values)
         )
+    assume(tellable(prop))
     return prop
 
 
@@ -100,6 +112,7 @@ def multi_property(draw: st.DrawFn, junk: bool) -> dict[str, Any]:
         size = draw(st.integers(low or 0, min(high if high is not None else len(values), len(values))))
         default = draw(st.permutations(values))[:size]
         prop["default"] = draw(st.one_of(st.just(default), JUNK_DEFAULTS)) if junk else default
+    assume(tellable(prop))
     return prop
 
 
@@ -398,7 +411,9 @@ def legacy_schema(draw: st.DrawFn) -> dict[str, Any]:
         schema: dict[str, Any] = {"enum": values}
         if draw(st.booleans()):
             schema["enumNames"] = draw(st.lists(LABEL, min_size=len(values), max_size=len(values)))
+        assume(tellable(schema))
         return schema
+    assume(tellable({"enum": values}))
     return {"type": "array", "items": {"enum": values}, "uniqueItems": True}
 
 

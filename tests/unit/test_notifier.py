@@ -151,6 +151,22 @@ def test_compose_writes_valid_utf8_whatever_the_store_holds():
     title.encode("utf-8")
 
 
+def test_compose_makes_tool_text_safe_to_show_and_names_who_asks():
+    """A notification may be read in a terminal (a mail client, a log): no control character but the
+    newline, no bidi override or invisible character, who asks on a line of its own."""
+    hostile = "Wipe?\x1b]0;pwned\x07\n\x1b[2KTrusted CI\u202e\u200b"
+    asked = record("que_1", message=hostile).model_copy(update={"asker": "evil-mcp\x1b[8m · wipe"})
+    title, body = compose(asked, "https://gw.test")
+    for text in (title, body):
+        assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e\u200b]", text), text
+    assert body.splitlines()[:3] == [
+        "Asked by evil-mcp[8m · wipe",
+        "Wipe?]0;pwned",
+        "[2KTrusted CI⟨U+202E⟩⟨U+200B⟩",
+    ]
+    assert "\n" not in title
+
+
 @pytest.mark.parametrize(
     ("seconds", "said"),
     [

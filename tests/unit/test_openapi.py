@@ -225,7 +225,9 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
 
 async def test_the_form_route_sends_exactly_the_keys_of_its_model(http):
     """A key the route adds without the model, or one the model has that the route never sends, fails."""
-    created = await http.post("/elicitations", json=form(EVERY_CHECK_SCHEMA, "Check everything"))
+    created = await http.post(
+        "/elicitations", json=form(EVERY_CHECK_SCHEMA, "Check everything"), params={"asker": "Ops · check"}
+    )
     assert created.status_code == 201, created.text
     body = (await http.get(f"/question/{created.json()['id']}/form")).json()
     assert set(body) == wire_keys(QuestionForm)

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mcp_types import ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult, InputRequiredResult
 
-from elicitation_gateway.proxy.asking import Call, Calls, FaultReport, Progress, _as_form
+from elicitation_gateway.proxy.asking import Call, Calls, FaultReport, Progress, _as_form, asker
 from elicitation_gateway.proxy.command import parse
 from elicitation_gateway.proxy.rounds import Exchanges
 from elicitation_gateway.proxy.server import _forwarded_meta
@@ -89,17 +89,23 @@ def test_a_fault_is_said_once_until_the_gateway_recovers():
     ]
 
 
-def test_the_question_names_who_asks_and_keeps_the_schema():
+def test_the_question_keeps_the_message_and_the_schema_and_who_asks_goes_apart():
     schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
-    asked = _as_form(ElicitRequestFormParams(message="Deploy?", requested_schema=schema), "Ops · deploy")
-    assert asked.message == "Ops · deploy: Deploy?"
+    asked = _as_form(ElicitRequestFormParams(message="Deploy?", requested_schema=schema))
+    assert asked.message == "Deploy?"
     assert asked.requested_schema == schema
+    assert asker("Ops", "deploy") == "Ops · deploy"
+    assert asker("Ops", None) == "Ops"
+
+
+def test_who_asks_is_bounded_whatever_the_upstream_is_called():
+    assert asker("S" * 10**6, "t" * 10**6) == "S" * 99 + "… · " + "t" * 99 + "…"
 
 
 def test_a_url_mode_question_is_a_confirmation_that_shows_the_link():
     url = ElicitRequestURLParams(message="Sign in", url="https://example.com/in", elicitation_id="e1")
-    asked = _as_form(url, "Ops")
-    assert asked.message == "Ops: Sign in\nhttps://example.com/in"
+    asked = _as_form(url)
+    assert asked.message == "Sign in\nhttps://example.com/in"
     (field,) = asked.requested_schema["properties"].values()
     assert field["type"] == "boolean"
     assert "https://example.com/in" in field["title"]

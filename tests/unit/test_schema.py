@@ -833,3 +833,76 @@ def test_text_that_is_not_valid_unicode_is_refused_naming_the_first_place() -> N
     with pytest.raises(SchemaError) as message_error:
         build_form(obj({"a": {"type": "string"}}), "m\ud800")
     assert message_error.value.code == "invalid_text"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Options a person cannot tell apart; tool text made safe for OpenCode clients
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("Abort", "Abort\u200b"),  # a zero-width space
+        ("Abort", "Ab\u00adort"),  # a soft hyphen
+        ("Abort", "\u202dAbort"),  # a bidi override
+        ("Abort", "Аbort"),  # a Cyrillic А
+        ("Abort", "Ａｂｏｒｔ"),  # fullwidth
+        ("Abort", "Abort "),  # a trailing space
+        ("Abort", "Abort\x1b"),  # a control character
+        ("ﬁle", "file"),  # NFKC
+    ],
+)
+def test_options_a_person_cannot_tell_apart_are_refused_naming_the_property(first: str, second: str) -> None:
+    for prop in (
+        {"type": "string", "enum": [first, second]},
+        {"type": "string", "oneOf": [{"const": "a", "title": first}, {"const": "b", "title": second}]},
+        {"type": "string", "enum": ["a", "b"], "enumNames": [first, second]},
+        {"type": "array", "items": {"enum": [first, second]}},
+    ):
+        with pytest.raises(SchemaError, match="cannot tell apart") as refused:
+            build_form({"type": "object", "properties": {"choice": prop}})
+        assert refused.value.code == "invalid_schema"
+        assert "requestedSchema.properties.choice" in refused.value.message
+
+
+def test_options_that_read_differently_are_asked() -> None:
+    form = build_form({"properties": {"c": {"enum": ["Abort", "abort", "Abort!", "Сок", "👍", "👍🏽"]}}})
+    assert len(form.fields[0].options) == 6
+
+
+def test_options_shown_alike_are_refused() -> None:
+    """A label holding a marker's text and one holding the character it stands for are shown alike."""
+    with pytest.raises(SchemaError, match="cannot tell apart"):
+        build_form({"properties": {"c": {"enum": ["A⟨U+200B⟩", "A\u200b"]}}})
+
+
+def test_opencode_clients_get_the_questions_words_made_safe_and_the_answers_map_back() -> None:
+    """The OpenCode TUI is a terminal too: ``question``, ``header`` and option labels carry no control
+    character and no invisible one; its reply, with the labels it was sent, is the tool's own values."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "go": {
+                "type": "string",
+                "title": "Ship\x1b]0;pwned\x07 it",
+                "description": "Deploy \x1b[2Know?\u202e",
+                "oneOf": [
+                    {"const": "yes", "title": "Yes\x1b[31m, ship"},
+                    {"const": "no", "title": "No\u200b\nway"},
+                ],
+            }
+        },
+    }
+    form = build_form(schema, "tool · deploy: \x1b[1GTrusted")
+    question = form.questions[0]
+    wire = question.wire_json()
+    assert "\\u001b" not in wire
+    assert "\u202e" not in wire
+    assert "\u200b" not in wire
+    assert question.question.startswith("tool · deploy: [1GTrusted\n\nDeploy [2Know?⟨U+202E⟩")
+    assert question.header == "Ship]0;pwne…"
+    assert [o.label for o in question.options] == ["Yes[31m, ship", "No⟨U+200B⟩ way"]
+    assert [o.label for o in form.fields[0].options] == ["Yes\x1b[31m, ship", "No\u200b\nway"]
+    assert answers_to_content(form, [["No⟨U+200B⟩ way"]]) == {"go": "no"}
+    assert answers_to_content(form, [["Yes\x1b[31m, ship"]]) == {"go": "yes"}
+    assert form.texts[0] == "Deploy \x1b[2Know?\u202e"  # the form's own words, as written

@@ -115,3 +115,67 @@ def test_any_text_is_judged_without_error(key, title, description):
     judgement = judge(key, {"title": title, "description": description})
     if judgement.refusal is not None:
         assert judgement.warning is not None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Disguised words read as a person reads them
+
+DISGUISED_PASSWORDS = [
+    "Pass\u200bword",  # a zero-width space
+    "Pass\u00adword",  # a soft hyphen
+    "Pass\u2060word",  # a word joiner
+    "Pass\ufeffword",  # a byte-order mark
+    "Pass\U000e0020word",  # a tag character
+    "Раssword",  # Cyrillic Р and а
+    "Passwоrd",  # Cyrillic о
+    "Ρassword",  # Greek Ρ
+    "Ｐａｓｓｗｏｒｄ",  # fullwidth letters
+    "Pa\u200css\u200dword",  # zero-width (non-)joiners
+]
+
+
+@pytest.mark.parametrize("key", DISGUISED_PASSWORDS)
+def test_a_disguised_password_key_is_refused(key: str) -> None:
+    assert judge(key, {}).refusal == "a password"
+
+
+@pytest.mark.parametrize("title", DISGUISED_PASSWORDS)
+def test_a_disguised_password_title_is_refused(title: str) -> None:
+    assert judge("x", {"title": title}).refusal == "a password"
+
+
+def test_disguised_words_of_other_secrets_are_refused() -> None:
+    assert judge("x", {"title": "АРI kеy"}).refusal == "an API key or secret"  # Cyrillic А, Р, е
+    assert judge("x", {"title": "ｓｅｃｒｅｔ"}).refusal == "an API key or secret"
+    assert judge("x", {"title": "Access\u200b token"}).refusal == "an access token"
+
+
+def test_invisible_padding_does_not_push_the_secret_past_the_scan() -> None:
+    assert judge("x", {"title": "\u200b" * (SCAN_LENGTH * 3) + "Password"}).refusal == "a password"
+
+
+def test_a_disguised_secret_in_a_description_warns() -> None:
+    judgement = judge("x", {"description": "Your раss\u200bword"})
+    assert judgement.refusal is None
+    assert judgement.warning is not None
+
+
+_INVISIBLES = st.sampled_from(["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u2063"])
+_LOOKALIKES = {"a": "а", "o": "о", "e": "е", "p": "р", "s": "ѕ", "P": "Р", "c": "с"}
+
+
+@given(st.data(), st.sampled_from(["password", "Password", "passphrase", "secret", "apiKey", "card_number"]))
+def test_any_disguise_of_a_secret_name_is_still_refused(data: st.DataObject, name: str) -> None:
+    """Invisible characters anywhere, look-alike letters for any Latin ones, or fullwidth letters:
+    the name reads the same, and is judged the same."""
+    expected = judge(name, {}).refusal
+    assert expected is not None
+    disguised = []
+    for char in name:
+        how = data.draw(st.sampled_from(["same", "lookalike", "fullwidth"]))
+        if how == "lookalike" and char in _LOOKALIKES:
+            char = _LOOKALIKES[char]
+        elif how == "fullwidth" and char.isascii() and char.isalnum():
+            char = chr(ord(char) + 0xFEE0)
+        disguised.append(char + "".join(data.draw(st.lists(_INVISIBLES, max_size=2))))
+    assert judge("".join(disguised), {}).refusal == expected

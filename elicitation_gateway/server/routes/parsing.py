@@ -135,13 +135,23 @@ def parse_options(request: Request) -> AskOptions:
         raise ToolError(
             400, "invalid_timeout_choice", f'onTimeout must be "cancel" or "default", not {on_timeout!r}'
         )
+    asker = query.get("asker") or None
+    if asker is not None and len(asker) > MAX_ASKER_LENGTH:
+        raise ToolError(
+            400, "invalid_asker", f"asker is {len(asker)} characters long; at most {MAX_ASKER_LENGTH}"
+        )
     return AskOptions(
+        asker=asker,
         session_id=session_id,
         directory=query.get("directory"),
         tool=tool,
         timeout=parse_seconds(query.get("timeout"), "timeout"),
         on_timeout=on_timeout,
     )
+
+
+MAX_ASKER_LENGTH = 256
+"""Characters of ``?asker=``: a name and a tool's, not a message."""
 
 
 def parse_seconds(value: str | None, name: str) -> float | None:

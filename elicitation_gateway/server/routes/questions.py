@@ -8,6 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from elicitation_gateway.conversion.answers import AnswerError
+from elicitation_gateway.display import safe
 from elicitation_gateway.encoding import JsonResponse, to_utf8
 from elicitation_gateway.gateway import CANCEL, Gateway, NotFound
 from elicitation_gateway.records import Record
@@ -72,8 +73,9 @@ async def reply(request: Request) -> Response:
 
 
 def _log_refusal(request: Request, reason: str) -> None:
-    """An answerer may show nothing of a refused reply (the OpenCode TUI does not): the log says why."""
-    logger.info("reply to %s refused: %s", request.path_params.get("requestID"), reason)
+    """An answerer may show nothing of a refused reply (the OpenCode TUI does not): the log says why,
+    on one line made safe to show (the reason quotes option labels and answers)."""
+    logger.info("reply to %s refused: %s", request.path_params.get("requestID"), safe(reason, oneline=True))
 
 
 async def reject(request: Request) -> Response:
@@ -141,6 +143,7 @@ def describe_form(record: Record) -> QuestionForm:
         id=record.id,
         sessionID=record.request.sessionID,
         message=record.message,
+        asker=record.asker,
         legacy=form.legacy,
         expiresAt=record.expires_at,
         onTimeout=record.on_timeout,

@@ -2,7 +2,8 @@
 // GET /question/{id}/form, and posts replies and rejections. Plain script, no build step.
 //
 // Every URL is relative and same-origin, so the page works behind a path prefix and the browser sends
-// the answerer credentials (HTTP Basic) by itself. Text from tools only ever goes into textContent.
+// the answerer credentials (HTTP Basic) by itself. Text from tools only ever goes into textContent,
+// made safe to show first (`shown`, the rules of elicitation_gateway/display.py).
 "use strict";
 
 (() => {
@@ -43,20 +44,87 @@
   let stale = null;
 
   // ----------------------------------------------------------------------------------------------
+  // Tool text made safe to show: the rules of elicitation_gateway/display.py, which a test checks
+  // against this copy. Control characters go (but the newline; a tab is a space; a carriage return,
+  // a line or a paragraph separator a newline); characters that would disguise text (bidi controls,
+  // invisible format characters, Hangul fillers) show as a marker such as ⟨U+202E⟩. A zero-width
+  // joiner between two symbols and one variation selector after a visible character stay, for emoji.
+
+  // Unicode 15.1's format characters (Cf), as display.py's FORMAT_CHARACTERS, and the Hangul fillers.
+  const FORMAT = new RegExp(
+    "^[\\u00ad\\u0600-\\u0605\\u061c\\u06dd\\u070f\\u0890\\u0891\\u08e2\\u180e\\u200b-\\u200f\\u202a-\\u202e" +
+      "\\u2060-\\u2064\\u2066-\\u206f\\ufeff\\ufff9-\\ufffb\\u{110bd}\\u{110cd}\\u{13430}-\\u{1343f}" +
+      "\\u{1bca0}-\\u{1bca3}\\u{1d173}-\\u{1d17a}\\u{e0001}\\u{e0020}-\\u{e007f}\\u115f\\u1160\\u3164\\uffa0]$",
+    "u",
+  );
+  const VARIATION = /^\p{Variation_Selector}$/u;
+  const SYMBOL = /^[\p{So}\p{Sk}]$/u;
+  const JOINER = "\u200d";
+  const GRAPHEME_JOINER = "\u034f";
+
+  function isSymbol(char) {
+    const code = char.codePointAt(0);
+    return SYMBOL.test(char) || (code >= 0xfe00 && code <= 0xfe0f);
+  }
+
+  function marker(char) {
+    return `⟨U+${char.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}⟩`;
+  }
+
+  /** Step one: controls removed but the newline; tab, carriage return, line and paragraph
+   *  separators mapped. */
+  function withoutControls(text) {
+    let out = "";
+    for (const char of text.replaceAll("\r\n", "\n")) {
+      const code = char.codePointAt(0);
+      if (char === "\n") out += char;
+      else if (char === "\t") out += " ";
+      else if (char === "\r" || char === "\u2028" || char === "\u2029") out += "\n";
+      else if (code < 0x20 || (code >= 0x7f && code <= 0x9f)) continue;
+      else out += char;
+    }
+    return out;
+  }
+
+  /** Step two: the special characters marked, but a joiner between two symbols and one variation
+   *  selector after a visible character. */
+  function shown(text, oneline = false) {
+    const chars = Array.from(withoutControls(String(text)));
+    const out = [];
+    let before = "";
+    chars.forEach((char, index) => {
+      let piece = char;
+      if (char === JOINER) {
+        const after = chars[index + 1] || "";
+        piece = before && after && isSymbol(before) && isSymbol(after) ? char : marker(char);
+      } else if (VARIATION.test(char)) {
+        const kept = before && before !== "\n" && before !== "⟩" && !VARIATION.test(before);
+        piece = kept ? char : marker(char);
+      } else if (FORMAT.test(char) || char === GRAPHEME_JOINER) piece = marker(char);
+      out.push(piece);
+      before = Array.from(piece).pop();
+    });
+    const result = out.join("");
+    return oneline ? result.replaceAll("\n", " ") : result;
+  }
+  window.gatewayShown = shown; // for the page's test, which checks it against display.py
+
+  // ----------------------------------------------------------------------------------------------
   // Small DOM helpers
 
-  /** Create an element; strings among children become text nodes, never markup. */
+  /** Create an element; strings among children become text nodes, never markup, and every text is
+   *  made safe to show. */
   function el(tag, attributes = {}, ...children) {
     const node = document.createElement(tag);
     for (const [name, value] of Object.entries(attributes)) {
       if (value === undefined || value === null || value === false) continue;
-      if (name === "text") node.textContent = value;
+      if (name === "text") node.textContent = shown(value);
       else if (name === "className") node.className = value;
       else node.setAttribute(name, value === true ? "" : String(value));
     }
     for (const child of children.flat()) {
       if (child === null || child === undefined || child === false) continue;
-      node.append(typeof child === "string" ? document.createTextNode(child) : child);
+      node.append(typeof child === "string" ? document.createTextNode(shown(child)) : child);
     }
     return node;
   }
@@ -306,6 +374,15 @@
       expires,
     );
     const heading = el("h2", { id: titleId, className: "card-title", tabindex: "-1", text: card.title });
+    // Who asks: a line and a style of its own, above the message, which no text of the message has.
+    const asker = spec.asker
+      ? el(
+          "p",
+          { className: "card-asker" },
+          el("span", { className: "asker-label", text: "Asked by" }),
+          el("span", { className: "asker-name", text: shown(spec.asker, true) }),
+        )
+      : null;
 
     const form = el("form", { className: "card-form", novalidate: true, "aria-labelledby": titleId });
     fields.forEach((field, index) => {
@@ -339,7 +416,7 @@
     return el(
       "article",
       { className: "card", "data-request-id": spec.id, "aria-labelledby": titleId },
-      el("header", { className: "card-head" }, meta, heading),
+      el("header", { className: "card-head" }, meta, asker, heading),
       form,
     );
   }
@@ -537,7 +614,7 @@
       "aria-describedby": describedBy,
       autocomplete: "off",
     });
-    if ("default" in field) input.value = String(field.default);
+    if ("default" in field) input.value = shown(String(field.default));
     const range = [];
     if (field.minimum !== undefined && field.maximum !== undefined) {
       range.push(`from ${field.minimum} to ${field.maximum}`);
@@ -580,7 +657,7 @@
       });
     }
     if (typeof field.default === "string") {
-      input.value = format === "date-time" ? toLocalInput(field.default) : field.default;
+      input.value = format === "date-time" ? toLocalInput(field.default) : shown(field.default);
     }
 
     const words = [];
@@ -673,7 +750,7 @@
 
   function showIssue(question, message) {
     const issue = question.querySelector(".issue");
-    issue.textContent = sentence(message);
+    issue.textContent = shown(sentence(message));
     issue.hidden = !message;
     question.classList.toggle("invalid", Boolean(message));
     question.querySelectorAll("input, textarea").forEach((input) => {
@@ -684,7 +761,7 @@
 
   function showFormError(card, message) {
     const error = card.element.querySelector(".form-error");
-    error.textContent = message;
+    error.textContent = shown(message);
     error.hidden = !message;
   }
 
