@@ -173,7 +173,7 @@ def _convert(
             field = _judged(field, _unwrap_optional(prop), allow_sensitive, f"{where}.properties.{key}")
         title = _text(prop, "title")
         description = _text(prop, "description")
-        header = shorten(title or description or readable(key), header_length)
+        header = shorten(safe(title or description or readable(key)), header_length)
         text = description or title or readable(key)
         fields.append(field)
         questions.append(_question(field, text, header))
