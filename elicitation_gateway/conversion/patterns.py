@@ -3,7 +3,8 @@
 Python's ``re`` backtracks: ``^(a+)+$`` against 27 characters holds the event loop for seconds. The
 gateway runs patterns with RE2 (``google-re2``), whose matching time grows with the text's length
 times the pattern's size, never exponentially, and bounds both: a pattern is compiled when it is asked
-(refused if it is not valid ECMAScript, needs backtracking, or is larger than ``MAX_PROGRAM_SIZE``),
+(refused if it is not valid ECMAScript, needs backtracking, or is larger than ``MAX_PROGRAM_SIZE``,
+``MAX_WHOLE_PROGRAM_SIZE`` for a pattern whose every match is the whole text, of a bounded length),
 and answers are at most ``GATEWAY_MAX_TEXT_LENGTH`` characters.
 
 A pattern means what it means to the tool's client, which validates with ``new RegExp(pattern, "u")``
@@ -23,6 +24,12 @@ MAX_PATTERN_LENGTH = 1000
 MAX_PROGRAM_SIZE = 1000
 """RE2 instructions of a compiled pattern: matching an answer costs about its length times this, a few
 milliseconds at most for the longest answer."""
+MAX_WHOLE_PROGRAM_SIZE = 32_000
+"""The same for a pattern whose every match is the whole answer, no longer than a bound (``^.{1,100}$``):
+matching it stops once that many characters are read, so its size costs little (a 1 MB answer against
+``^((a|.){0,30}b){0,30}$``, 22,562 steps: under 4 ms, where ``(a|.){0,200}b$``, 5,005 steps and
+free to match anywhere, takes 3.5 s). Every character of ``.`` or ``\\S`` is some 25 steps once
+compiled for UTF-8, so ``^.{1,40}$`` alone is over ``MAX_PROGRAM_SIZE``."""
 MAX_MEMORY = 1 << 20
 """Bytes RE2 may use for one compiled pattern."""
 
@@ -75,9 +82,14 @@ def _compiled(source: str) -> tuple["re2._Regexp", Shape]:
     except re2.error as error:
         reason = error.args[0].decode() if error.args and isinstance(error.args[0], bytes) else str(error)
         raise PatternError(f"is too large to match in bounded time (RE2: {reason})") from None
-    if compiled.programsize > MAX_PROGRAM_SIZE:
+    found = shape(tree)
+    limit = MAX_WHOLE_PROGRAM_SIZE if found.whole and found.max_length is not None else MAX_PROGRAM_SIZE
+    if compiled.programsize > limit:
+        whole = (
+            "" if limit == MAX_WHOLE_PROGRAM_SIZE else f"; {MAX_WHOLE_PROGRAM_SIZE} for ^…$ of bounded length"
+        )
         raise PatternError(
             f"is too large to match in bounded time ({compiled.programsize} steps once compiled; at most "
-            f"{MAX_PROGRAM_SIZE})"
+            f"{limit}{whole})"
         )
-    return compiled, shape(tree)
+    return compiled, found

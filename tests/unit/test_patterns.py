@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from elicitation_gateway.conversion.patterns import (
     MAX_PATTERN_LENGTH,
     MAX_PROGRAM_SIZE,
+    MAX_WHOLE_PROGRAM_SIZE,
     PatternError,
     compile_pattern,
     matches,
@@ -177,6 +178,30 @@ def test_the_largest_accepted_pattern_is_within_the_program_size():
 
 
 @pytest.mark.parametrize(
+    "pattern", [r"^.{1,40}$", r"^.{1,100}$", r"^.{0,1000}$", r"^\S{1,100}$", r"^(.{1,50}\s){0,19}.{1,50}$"]
+)
+def test_a_long_pattern_whose_matches_are_the_whole_text_of_a_bounded_length_is_accepted(pattern):
+    """Common length checks: over MAX_PROGRAM_SIZE once compiled for UTF-8, but matching them stops
+    once their longest match is read."""
+    compiled = compile_pattern(pattern)
+    assert MAX_PROGRAM_SIZE < compiled.programsize <= MAX_WHOLE_PROGRAM_SIZE
+    assert compiled.search("x" * 40) is not None
+
+
+@pytest.mark.parametrize(
+    "pattern", [r".{1,100}", r"^.{1,100}", r".{1,100}$", r"^.{1,100}x*$", r"(a|.){0,200}b$"]
+)
+def test_a_long_pattern_free_to_match_anywhere_or_of_any_length_is_refused(pattern):
+    with pytest.raises(PatternError, match=f"at most {MAX_PROGRAM_SIZE};"):
+        compile_pattern(pattern)
+
+
+def test_a_whole_pattern_of_a_bounded_length_is_refused_past_its_own_limit():
+    with pytest.raises(PatternError, match=f"at most {MAX_WHOLE_PROGRAM_SIZE}\\)"):
+        compile_pattern(r"^(.{0,700}x|.{0,700}y)$")
+
+
+@pytest.mark.parametrize(
     ("pattern", "matchable", "min_length", "max_length", "whole"),
     [
         ("[]", False, 1, 1, False),
@@ -231,6 +256,8 @@ def test_any_text_compiles_or_is_refused_with_a_reason(source):
         reason = str(error)
     else:
         reason = ""
-        assert compiled.programsize <= MAX_PROGRAM_SIZE
+        found = pattern_shape(source)
+        bounded_whole = found.whole and found.max_length is not None
+        assert compiled.programsize <= (MAX_WHOLE_PROGRAM_SIZE if bounded_whole else MAX_PROGRAM_SIZE)
         compiled.search("some answer text")
     assert reason or compiled
