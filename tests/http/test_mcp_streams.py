@@ -74,6 +74,9 @@ async def test_a_tool_call_streaming_its_wait_holds_a_place_until_it_returns(mak
         httpx.AsyncClient(base_url=server.url, timeout=10) as client,
         Client(f"{server.url}/mcp") as mcp,
     ):
+        # The client posts notifications/initialized without waiting for it: that POST, which may be
+        # answered with a stream as far as its headers say, holds the one place until it is answered.
+        await until(lambda: streams(gateway) == 0, what="the initialize exchange's posts answered")
         call = asyncio.create_task(mcp.call_tool("question", {"questions": QUESTION}))
         [request] = await pending(client)
         assert streams(gateway) == 1
