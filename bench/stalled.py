@@ -89,13 +89,14 @@ async def ask_big_questions(server: ServerProcess, count: int) -> int:
 
 class LivezProbe:
     """``tests/stall_probe.py`` in a process of its own: ``/livez`` every 10 ms until ``stop()``, which
-    returns each answer's latency in milliseconds. Made once its connection answered: its first request
+    returns each answer's latency in milliseconds (less the time the server's loop and the probe waited
+    for a CPU: see the probe). Made once its connection answered: its first request
     also connects, and a connection made among hundreds may wait a second for its SYN to be sent again,
     which says nothing of the server."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, pid: int) -> None:
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "tests.stall_probe", url],
+            [sys.executable, "-m", "tests.stall_probe", url, str(pid)],
             cwd=REPOSITORY,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -106,6 +107,8 @@ class LivezProbe:
 
     def stop(self) -> list[float]:
         printed, _ = self._process.communicate("", timeout=30)
+        if self._process.returncode != 0:
+            raise RuntimeError(f"the /livez probe failed (exit {self._process.returncode})")
         return [float(line) for line in printed.split() if not line.startswith("status")]
 
 
@@ -127,7 +130,7 @@ def stalled(server: ServerProcess, subscribers: int, questions: int, send_timeou
     time.sleep(1.0)
     rss_before = server.rss_bytes()
     sockets: list[socket.socket] = []
-    probe = LivezProbe(server.url)
+    probe = LivezProbe(server.url, server.pid)
     try:
         began = time.monotonic_ns()
         for _ in range(subscribers):
@@ -146,7 +149,7 @@ def stalled(server: ServerProcess, subscribers: int, questions: int, send_timeou
         queues = [queue for queue in send_queues(server.port) if queue > 0]
         held_subscribers = subscriber_count(server)
         # Until the server dropped them (or gave up waiting: four send timeouts).
-        probe = LivezProbe(server.url)
+        probe = LivezProbe(server.url, server.pid)
         deadline = time.monotonic() + 4 * send_timeout + 10
         while time.monotonic() < deadline and subscriber_count(server) > 0:
             time.sleep(0.5)
