@@ -1,10 +1,11 @@
 """The response that holds an event stream open: cheap enough to hold by the thousand.
 
-Frames are encoded by sse-starlette's ``ServerSentEvent`` (once per event, see :mod:`..events`);
-this is only the response around them. sse-starlette's ``EventSourceResponse`` runs a task group
-of several tasks, cancel scopes and a lock per stream and per frame: 46 KB per idle stream and about
-half of the CPU of each delivery (bench/FINDINGS.md). Here each open stream is the request's own
-task, writing frames as they come, and one small task that notices the client going away, writes a
+Frames are encoded once per event (:func:`~elicitation_gateway.encoding.sse_frame`, see
+:mod:`..events`); this is only the response around them. It is not sse-starlette's
+``EventSourceResponse`` (which the ``mcp`` SDK uses for ``/mcp``, compared in ``bench/``): that runs a
+task group of several tasks, cancel scopes and a lock per stream and per frame: 46 KB per idle stream
+and about half of the CPU of each delivery (bench/FINDINGS.md). Here each open stream is the request's
+own task, writing frames as they come, and one small task that notices the client going away, writes a
 heartbeat every ``interval`` seconds, and drops a client that stopped reading for ``send_timeout``
 seconds: 24 KB per idle stream, one ``send`` per frame.
 

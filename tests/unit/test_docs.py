@@ -2,6 +2,7 @@
 and up to date, every relative link in the README and docs/ leads somewhere, and nothing in the
 repository points outside it."""
 
+import ast
 import functools
 import importlib.util
 import re
@@ -185,3 +186,21 @@ def test_the_readme_says_when_a_question_expires_and_how_to_change_it():
     assert f"expires after {minutes:g} minutes" in README
     assert "/elicit?timeout=" in README
     assert "`GATEWAY_TIMEOUT`" in README
+
+
+def test_the_architecture_page_names_every_module():
+    """docs/architecture.md's layout is where a newcomer finds a concept: every module of the package
+    is named there (by its path, or its folder's), but a package's ``__init__.py`` that holds only
+    its docstring."""
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    package = ROOT / "elicitation_gateway"
+    missing = []
+    for module in sorted(package.rglob("*.py")):
+        body = ast.parse(module.read_text()).body
+        if module.name == "__init__.py" and len(body) == 1 and isinstance(body[0], ast.Expr):
+            continue
+        path = module.relative_to(package).as_posix()
+        folders = [f"{'/'.join(module.relative_to(package).parts[:n])}/" for n in range(1, len(module.parts))]
+        if f"`{path}`" not in page and not any(f"`{folder}`" in page for folder in folders):
+            missing.append(path)
+    assert not missing, f"docs/architecture.md names no row for {missing}"
