@@ -12,7 +12,6 @@ Requests under ``/gateway/`` (marked :data:`OWN` by the dispatcher) get the gate
 """
 
 import asyncio
-import json
 import logging
 import math
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
@@ -22,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from elicitation_gateway import events
-from elicitation_gateway.encoding import JsonResponse
+from elicitation_gateway.encoding import JsonResponse, dumps
 from elicitation_gateway.gateway import Gateway, TooManySubscribers, normalize_directory
 from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.server.bridge.frames import FrameSplitter, FrameTooLarge
@@ -88,13 +87,13 @@ async def list_questions(request: Request) -> Response:
     if own(request):
         return await questions.list_questions(request)
     gateway: Gateway = request.app.state.gateway
-    mine = json.loads(await gateway.pending_json(directory_of(request)))
+    mine = await gateway.pending_listing(directory_of(request))
     upstream = _upstream(request)
     try:
         response = await _forward(upstream, request)
     except UpstreamError as error:
         logger.warning("GET /question lists the gateway's questions only: %s", error.message)
-        return JsonResponse(mine)
+        return questions.listing(mine)
     if response.status_code in (401, 403):  # the client must learn that it needs credentials
         return _as_response(response, response.content, decoded=True)
     try:
@@ -106,8 +105,9 @@ async def list_questions(request: Request) -> Response:
             "GET /question lists the gateway's questions only: the OpenCode server answered %d, not a list",
             response.status_code,
         )
-        theirs = []
-    return JsonResponse([*mine, *theirs])
+        return questions.listing(mine)
+    # The gateway's items spliced as they were encoded when asked; only the upstream's are encoded here.
+    return questions.listing([*mine, *map(dumps, theirs)])
 
 
 handlers = {

@@ -33,7 +33,11 @@ def _gateway(request: Request) -> Gateway:
 async def list_questions(request: Request) -> Response:
     """Written whole when small; a long listing (pending questions may hold many megabytes) in chunks,
     each encoded between two writes, so that it never holds the loop or doubles in memory at once."""
-    items = await _gateway(request).pending_listing(directory_of(request))
+    return listing(await _gateway(request).pending_listing(directory_of(request)))
+
+
+def listing(items: list[str]) -> Response:
+    """A JSON array of ``items``, each already encoded: spliced, never decoded and encoded again."""
     if sum(len(item) for item in items) <= LISTING_CHUNK:
         return Response(to_utf8("[" + ",".join(items) + "]"), media_type="application/json")
     return StreamingResponse(_listing_chunks(items), media_type="application/json")
