@@ -16,7 +16,7 @@ from typing import Any
 
 from elicitation_gateway import events, ids
 from elicitation_gateway.budget import PendingBytes, charge
-from elicitation_gateway.conversion.answers import AnswerError, answers_to_content
+from elicitation_gateway.conversion.answers import AnswerError, answers_to_content, answers_to_result
 from elicitation_gateway.conversion.forms import FormCache, Limits
 from elicitation_gateway.conversion.schema import SOFT_QUESTION_LIMIT, Form, SchemaError
 from elicitation_gateway.deadlines import Deadlines
@@ -816,11 +816,13 @@ class Gateway:
         return record
 
     async def reply(self, request_id: str, answers: list[list[str]]) -> Record:
-        """Accept with typed content; raises :class:`.AnswerError` when answers do not fit."""
+        """Accept with typed content (a confirmation answered No: decline); raises :class:`.AnswerError`
+        when answers do not fit."""
         record = await self.pending_record(request_id)
-        content = answers_to_content(record.form, answers)
-        result = {"action": ACCEPT, "content": content}
-        finished = await self._finish(request_id, "answered", result, answers=answers, reason="answered")
+        result = answers_to_result(record.form, answers)
+        status: Status = "answered" if result["action"] == ACCEPT else "declined"
+        reason = "answered" if status == "answered" else "answered no"
+        finished = await self._finish(request_id, status, result, answers=answers, reason=reason)
         if finished is None:  # another answerer got there first
             raise await self._gone(request_id)
         return finished
@@ -1000,6 +1002,12 @@ def _expiry_result(record: Record) -> dict[str, Any]:
 
 def _check_defaults(form: Form) -> None:
     """``onTimeout=default`` needs a default for every required field: refused when asked, not at expiry."""
+    if form.confirm:
+        raise SchemaError(
+            "onTimeout=default needs a default answer, and a confirmation (a schema with no properties) "
+            "has none: only a person says yes",
+            code="invalid_timeout_choice",
+        )
     try:
         answers_to_content(form, [[] for _ in form.fields])
     except AnswerError as error:

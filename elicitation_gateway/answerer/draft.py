@@ -94,6 +94,9 @@ class RequestForm:
     """Seconds since the epoch."""
     on_timeout: str = "cancel"
     """What the tool gets at expiry: ``cancel``, or ``default`` (the defaults accepted)."""
+    confirm: bool = False
+    """A plain confirmation (a schema with no properties): one Yes/No question, sent once picked; Yes
+    accepts, No declines."""
 
     @classmethod
     def from_form(cls, described: dict[str, Any]) -> "RequestForm":
@@ -107,6 +110,7 @@ class RequestForm:
             asker=str(described.get("asker") or ""),
             expires_at=float(expires_at) if isinstance(expires_at, int | float) else None,
             on_timeout="default" if described.get("onTimeout") == "default" else "cancel",
+            confirm=described.get("confirm") is True and len(questions) == 1,
         )
 
     def expiry(self, now: float) -> str:

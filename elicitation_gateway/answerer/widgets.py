@@ -1,5 +1,6 @@
 """One pending request on screen, as OpenCode's question prompt shows it: a tab per question, labelled
-by its header, and a Confirm tab.
+by its header, and a Confirm tab. A plain confirmation (one Yes/No question) has no Confirm tab: picking
+Yes or No sends it.
 
 The widgets draw a :class:`~.draft.Draft` and change it; sending, dismissing and declining
 are the app's, asked for with messages.
@@ -147,6 +148,8 @@ class QuestionPane(Vertical):
 
     def _needs(self) -> Content:
         question = self.question
+        if self.draft.form.confirm:
+            return Content.assemble(("Yes accepts, No declines: Enter or 1–2 sends", "dim"))
         words = [("required", "bold") if question.required else ("optional", "dim")]
         if question.multiple:
             words.append(("choose any: Enter or 1–9 toggles, Tab moves on", "dim"))
@@ -209,7 +212,9 @@ class RequestView(Vertical):
     def __init__(self, draft: Draft) -> None:
         super().__init__(id="request")
         self.draft = draft
-        self.tab_ids = [f"tab-{i}" for i in range(len(draft.form.questions))] + [f"tab-{CONFIRM}"]
+        self.tab_ids = [f"tab-{i}" for i in range(len(draft.form.questions))]
+        if not draft.form.confirm:  # a plain confirmation is sent once Yes or No is picked
+            self.tab_ids.append(f"tab-{CONFIRM}")
 
     def compose(self) -> ComposeResult:
         form = self.draft.form
@@ -224,7 +229,8 @@ class RequestView(Vertical):
         with ContentSwitcher(initial="pane-0", id="panes"):
             for index in range(len(form.questions)):
                 yield QuestionPane(index, self.draft, id=f"pane-{index}")
-            yield ConfirmPane(self.draft, id=f"pane-{CONFIRM}")
+            if not form.confirm:
+                yield ConfirmPane(self.draft, id=f"pane-{CONFIRM}")
 
     def on_mount(self) -> None:
         self.call_after_refresh(self._focus_active)
@@ -244,11 +250,18 @@ class RequestView(Vertical):
         event.stop()
         pane = event.tab.id.replace("tab-", "pane-", 1) if event.tab.id else "pane-0"
         self.query_one(ContentSwitcher).current = pane
-        self.query_one(ConfirmPane).refresh()
+        self._refresh_review()
         self.call_after_refresh(self._focus_active)
+
+    def _refresh_review(self) -> None:
+        for review in self.query(ConfirmPane):
+            review.refresh()
 
     def on_advance(self, event: Advance) -> None:
         event.stop()
+        if self.draft.form.confirm:  # Yes or No picked: that is the whole answer
+            self.post_message(SendRequested())
+            return
         self.action_move(1)
 
     def on_edited(self, event: Edited) -> None:
@@ -263,7 +276,7 @@ class RequestView(Vertical):
             label = self._label(index)
             if tab is not None and tab.label != label:  # a relabelled tab slides the underline again
                 tab.label = label
-        self.query_one(ConfirmPane).refresh()
+        self._refresh_review()
 
     def show_refusal(self) -> None:
         """After a refused reply: every issue on its tab, and the first of them in front."""

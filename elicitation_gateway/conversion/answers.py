@@ -1,7 +1,8 @@
-"""Where a person's answers become schema-typed ``content``.
+"""Where a person's answers become schema-typed ``content``, and the ``ElicitResult`` a reply makes.
 
 ``answers[i]`` answers ``questions[i]``, which shows the i-th property. Each answer is a list of option
-labels (raw values are accepted too) or of free text; ``[]`` means unanswered.
+labels (raw values are accepted too) or of free text; ``[]`` means unanswered. A confirmation (a schema
+with no properties) has one Yes/No question: Yes accepts with ``{}``, No declines.
 """
 
 import re
@@ -10,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from elicitation_gateway.conversion.fields import BOOLEAN_LABELS, Field, ValueProblem, check_value
-from elicitation_gateway.conversion.schema import Form
+from elicitation_gateway.conversion.schema import CONFIRM_KEY, Form
 from elicitation_gateway.display import safe
 
 
@@ -41,6 +42,15 @@ r"""Unambiguous, so that a failing match is linear (``[0-9]+\.?[0-9]*`` was quad
 MAX_NUMBER_LENGTH = 300
 _TRUE = {BOOLEAN_LABELS[0].casefold(), "true"}
 _FALSE = {BOOLEAN_LABELS[1].casefold(), "false"}
+
+
+def answers_to_result(form: Form, answers: list[list[str]]) -> dict[str, Any]:
+    """Turn a reply into the tool's ``ElicitResult``: ``accept`` with typed content, or, for a
+    confirmation answered No, ``decline``; raise :class:`AnswerError` naming each bad answer."""
+    content = answers_to_content(form, answers)
+    if form.confirm:
+        return {"action": "accept", "content": {}} if content.get(CONFIRM_KEY) else {"action": "decline"}
+    return {"action": "accept", "content": content}
 
 
 def answers_to_content(form: Form, answers: list[list[str]]) -> dict[str, Any]:

@@ -29,6 +29,11 @@ from elicitation_gateway.models import QuestionInfo, QuestionOption
 
 SOFT_QUESTION_LIMIT = 10
 """More questions than this still work, but are hard to answer well; the gateway logs a warning."""
+CONFIRM_KEY = "confirm"
+"""The key of a confirmation's only field: the content never holds it."""
+CONFIRM_HEADER = "Confirm"
+CONFIRM_TEXT = "Do you confirm?"
+"""A confirmation's question when neither the message nor the schema has words for it."""
 
 
 class SchemaError(ValueError):
@@ -53,6 +58,9 @@ class Form(BaseModel):
     apart."""
     legacy: bool = False
     """A top-level enum or array of enum: the content is ``{"value": ...}``."""
+    confirm: bool = False
+    """A schema with no properties: one Yes/No question, the message. Yes accepts with ``{}`` as the
+    content, No declines (:func:`.answers.answers_to_result`)."""
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -92,6 +100,8 @@ def with_message(form: Form, message: str, max_text_length: int | None = None) -
     own = form.texts[0]
     if message == own.strip():  # the message already says it
         text, own = own, ""
+    elif not own.strip():  # a confirmation: the message is the question
+        text = message
     else:
         text = f"{message}\n\n{own}"
     plain = form.questions[0]
@@ -102,10 +112,11 @@ def with_message(form: Form, message: str, max_text_length: int | None = None) -
         questions=(first, *form.questions[1:]),
         texts=(own, *form.texts[1:]),
         legacy=False,
+        confirm=form.confirm,
     )
 
 
-_FORM_FIELDS = {"fields", "questions", "texts", "legacy"}
+_FORM_FIELDS = {"fields", "questions", "texts", "legacy", "confirm"}
 
 
 def _check_message(message: str, max_text_length: int | None) -> None:
@@ -147,8 +158,6 @@ def _convert(
             f"{where}.properties must be an object mapping keys to property schemas, "
             f"not {_json_type(properties)}"
         )
-    if not properties:
-        raise SchemaError(f"{where}.properties is empty: there is nothing to ask")
     if len(properties) > max_questions:
         raise SchemaError(
             f"{where} has {len(properties)} properties; at most {max_questions} questions may be "
@@ -163,6 +172,8 @@ def _convert(
             f"{where}.required names {shown(missing[0])!r}, which is not one of its properties: no answer "
             "could ever hold it"
         )
+    if not properties:
+        return _confirmation(schema, header_length)
 
     fields: list[Field] = []
     questions: list[QuestionInfo] = []
@@ -179,6 +190,18 @@ def _convert(
         questions.append(_question(field, text, header))
         texts.append(text)
     return Form(fields=tuple(fields), questions=tuple(questions), texts=tuple(texts))
+
+
+def _confirmation(schema: dict, header_length: int) -> Form:
+    """An object schema with no properties asks nothing but yes or no (FastMCP's ``ctx.elicit(message,
+    response_type=None)``): one closed Yes/No question whose words are the message (and the schema's
+    description, if any), headed by the schema's title or "Confirm". It must be answered: Yes accepts
+    with empty content, No declines."""
+    field = Field(kind="boolean", key=CONFIRM_KEY, required=True)
+    header = shorten(safe(_text(schema, "title") or CONFIRM_HEADER), header_length)
+    own = _text(schema, "description")
+    question = _question(field, own or CONFIRM_TEXT, header)
+    return Form(fields=(field,), questions=(question,), texts=(own,), confirm=True)
 
 
 OPTION_LISTS = frozenset({"enum", "enumNames", "oneOf", "anyOf"})

@@ -182,6 +182,11 @@ class QuestionForm(Body):
         description="Who asks, as the tool says it (the proxy: server · tool): shown apart from the message.",
     )
     legacy: bool = Field(description='A top-level enum (or array of enum): the content is {"value": ...}.')
+    confirm: bool = Field(
+        False,
+        description="A schema with no properties: one Yes/No question; Yes accepts with empty content, "
+        "No declines.",
+    )
     expiresAt: float = Field(description="When the question expires, in seconds since the epoch.")
     onTimeout: Literal["cancel", "default"] = Field(
         description="What the tool gets at expiry: cancel, or the schema's defaults accepted."

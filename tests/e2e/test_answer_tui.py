@@ -563,3 +563,25 @@ async def test_the_status_says_when_defaults_will_be_sent(server, client):
         await client.post(f"/question/{request['id']}/reject")
         await until(pilot, lambda: not app.drafts, "the request leaves")
     assert (await tool).json() == {"action": "cancel"}
+
+
+@pytest.mark.parametrize(
+    ("key", "result"), [("1", {"action": "accept", "content": {}}), ("2", {"action": "decline"})]
+)
+async def test_a_plain_confirmation_is_sent_as_soon_as_yes_or_no_is_picked(server, client, key, result):
+    """FastMCP 2.x's ``{"type": "object", "properties": {}}``: the message, one Yes/No question and no
+    Confirm tab of its own; 1 (Yes) accepts with empty content, 2 (No) declines."""
+    tool = ask(client, form({"type": "object", "properties": {}}, "Delete the old builds?"))
+    [request] = await pending(client)
+    app = answerer(server)
+    async with app.run_test() as pilot:
+        view = await shown(pilot, request["id"])
+        assert view.draft.form.confirm
+        assert tab_labels(view) == ["Confirm*"]
+        assert not view.query(ConfirmPane)
+        lines = "\n".join(screen_lines(app))
+        assert "Delete the old builds?" in lines
+        assert "Yes accepts, No declines" in lines
+        await pilot.press(key)
+        assert (await tool).json() == result
+        await until(pilot, lambda: app.shown_id is None, "nothing is shown")

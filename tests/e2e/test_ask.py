@@ -149,7 +149,7 @@ async def test_on_timeout_default_accepts_the_defaults_and_exits_0(start_ask, se
     [
         ((), "{not json", "not valid JSON"),
         ((), "[1, 2]", "must hold a JSON object"),
-        ((), json.dumps({"type": "object", "properties": {}}), "properties is empty"),
+        ((), json.dumps({"type": "object", "properties": {}, "required": ["ok"]}), "required names 'ok'"),
         (("--schema", "/nonexistent/schema.json"), None, "cannot read /nonexistent/schema.json"),
         (("--timeout", "soon"), "{}", "invalid float value"),
         (("--timeout", "-1"), "{}", "--timeout must be a positive number"),

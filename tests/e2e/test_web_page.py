@@ -412,6 +412,29 @@ async def test_decline_and_dismiss_reach_the_tool(server, open_page):
         await expect(tab.page.locator("#empty")).to_be_visible()
 
 
+async def test_a_plain_confirmation_is_the_message_with_yes_and_no(server, open_page):
+    """FastMCP 2.x's ``{"type": "object", "properties": {}}``: no form of questions, the message and two
+    buttons; Yes accepts with empty content, No declines."""
+    schema = {"type": "object", "properties": {}}
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
+        accepted = ask(client, form(schema, "Delete the old builds?"))
+        await pending(client)
+        declined = ask(client, form(schema, "Wipe the fault log?"))
+        await pending(client, 2)
+        tab = await open_page(server.url)
+        card = tab.card("Delete the old builds?")
+        await expect(card.locator(".card-meta")).to_contain_text("Yes or no")
+        await expect(card.locator(".question")).to_have_count(0)
+        await expect(card.get_by_role("button", name="Decline")).to_have_count(0)
+        await card.get_by_role("button", name="Yes").click()
+        assert (await accepted).json() == {"action": "accept", "content": {}}
+        await expect(tab.page.locator(".notice").last).to_contain_text("Answer sent")
+        await tab.card("Wipe the fault log?").get_by_role("button", name="No").click()
+        assert (await declined).json() == {"action": "decline"}
+        await expect(tab.page.locator(".notice").last).to_contain_text("Declined")
+        await expect(tab.card()).to_have_count(0)
+
+
 async def test_text_from_tools_is_shown_as_text(server, open_page):
     message = '<img src="x" onerror="window.injected = 1"><b>Bold?</b>'
     schema = {

@@ -97,7 +97,12 @@ BAD_BODIES: list[tuple[str, Any, int, str]] = [
     ("schema-list", {"message": "hi", "requestedSchema": [NOTE_SCHEMA]}, 400, "requestedSchema"),
     ("schema-empty-object", form({}), 400, "properties"),
     ("schema-type-string", form({"type": "string"}), 400, "requestedSchema"),
-    ("properties-empty", form({"type": "object", "properties": {}}), 400, "properties"),
+    (
+        "properties-empty-required",
+        form({"type": "object", "properties": {}, "required": ["c"]}),
+        400,
+        "required",
+    ),
     ("properties-list", form({"type": "object", "properties": [{"type": "string"}]}), 400, "properties"),
     ("property-not-object", schema_with("string"), 400, "properties.color"),
     ("enum-empty", schema_with({"type": "string", "enum": []}), 400, "properties.color.enum"),

@@ -24,7 +24,11 @@ from elicitation_gateway.conversion.schema import readable
 from tests.conftest import captured_schema_files, load_params
 from tests.helpers import ask, read_events
 
-SCHEMA_FILES = captured_schema_files()
+ALL_FILES = captured_schema_files()
+CONFIRM_FILES = [p for p in ALL_FILES if load_params(p)["requestedSchema"].get("properties") == {}]
+"""Plain confirmations (no properties): one Yes/No question, no content to check (tests/http/
+test_confirmation.py and the test at the end here)."""
+SCHEMA_FILES = [p for p in ALL_FILES if p not in CONFIRM_FILES]
 
 # ---------------------------------------------------------------------------------------------------
 # Reading a captured schema
@@ -377,6 +381,7 @@ SDK_FILES = [path for path in SCHEMA_FILES if path.stem in SDK_MODELS]
 def test_every_sdk_capture_has_its_model():
     """Each mcp/FastMCP capture is covered by a model, and each model matches the schema it sent."""
     sdk_stems = {p.stem for p in SCHEMA_FILES if p.stem.startswith(("mcp-", "fastmcp-"))}
+    assert {p.stem for p in CONFIRM_FILES} == {"fastmcp-2.x-confirm"}
     assert sdk_stems == set(SDK_MODELS)
     by_stem = {p.stem: load_params(p)["requestedSchema"] for p in SDK_FILES}
     # mcp renders the model itself: the equivalence is exact.
@@ -415,3 +420,25 @@ async def test_sending_sdk_validates_the_content(client, path: Path, optional_un
     dumped = adapter.dump_python(validated, mode="json")
     for key, value in content.items():
         assert dumped[key] == value
+
+
+@pytest.mark.parametrize("path", CONFIRM_FILES, ids=lambda p: p.stem)
+@pytest.mark.parametrize(("answer", "result"), [("Yes", {"action": "accept"}), ("No", {"action": "decline"})])
+async def test_a_captured_confirmation_is_one_yes_no_question(client, path: Path, answer, result):
+    """A schema with no properties: the message as one Yes/No question; Yes accepts with content that
+    validates against the schema (``{}``), No declines."""
+    params = load_params(path)
+    async with read_events(client) as events:
+        tool = ask(client, params)
+        [question] = (await events.next("question.asked")).properties["questions"]
+        assert question["question"] == params["message"]
+        assert [option["label"] for option in question["options"]] == ["Yes", "No"]
+        assert question.get("custom") is False
+        request_id = (await client.get("/question")).json()[0]["id"]
+        reply = await client.post(f"/question/{request_id}/reply", json={"answers": [[answer]]})
+        assert reply.status_code == 200, reply.text
+        response = await tool
+    if answer == "Yes":
+        result = {**result, "content": {}}
+        validate_content(params["requestedSchema"], response.json()["content"])
+    assert response.json() == result

@@ -219,13 +219,13 @@ async def test_a_cancelled_elicit_withdraws_its_question(server, client):
 
 
 async def test_an_invalid_schema_is_refused_with_the_gateways_message(server, client):
-    bad = form({"type": "object", "properties": {}})
+    bad = form({"type": "object", "properties": {}, "required": ["ok"]})
     async with GatewayClient(server.url) as gateway:
         with pytest.raises(GatewayRefused) as refused:
             await gateway.elicit(bad)
     assert refused.value.status == 400
     assert refused.value.code == "invalid_schema"
-    assert "properties is empty" in str(refused.value)
+    assert "requestedSchema.required names 'ok'" in str(refused.value)
     assert (await client.get("/question")).json() == []
 
 

@@ -63,6 +63,11 @@ RAW_SCHEMA: dict[str, Any] = {
 }
 
 
+CONFIRM_MESSAGE = "Delete the old inspection photos? Just say yes or no."
+CONFIRM_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+"""Exactly what FastMCP 2.x–3.4 send for ``ctx.elicit(message, response_type=None)``."""
+
+
 def maintenance_server() -> MCPServer:
     """An MCP server written with the SDK, as any tool author would write it."""
     server = MCPServer("maintenance")
@@ -94,14 +99,20 @@ def maintenance_server() -> MCPServer:
         return {"action": result.action}
 
     @server.tool()
-    async def empty_form(ctx: Context) -> dict[str, Any]:
+    async def bad_form(ctx: Context) -> dict[str, Any]:
         try:
             await ctx.session.elicit_form(
-                "Nothing to ask", {"type": "object", "properties": {}}, ctx.request_id
+                "Nothing to hold it", {"type": "object", "properties": {}, "required": ["ok"]}, ctx.request_id
             )
         except MCPError as error:
             return {"code": error.code, "message": error.message}
         return {"code": None}
+
+    @server.tool()
+    async def confirm_cleanup(ctx: Context) -> dict[str, Any]:
+        """A plain confirmation, as FastMCP 2.x–3.4 send ``ctx.elicit(message, response_type=None)``."""
+        result = await ctx.session.elicit_form(CONFIRM_MESSAGE, CONFIRM_SCHEMA, ctx.request_id)
+        return result.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     return server
 
@@ -181,6 +192,29 @@ async def test_a_raw_form_with_titled_one_of_and_items_any_of(server, client):
     jsonschema.validate(result["content"], RAW_SCHEMA)
 
 
+@pytest.mark.parametrize(
+    ("answer", "result"),
+    [("Yes", {"action": "accept", "content": {}}), ("No", {"action": "decline"})],
+)
+async def test_a_plain_confirmation_is_one_yes_no_question(server, client, answer, result):
+    """An empty ``properties`` (FastMCP's ``response_type=None``) asks the message as Yes/No: Yes
+    accepts with empty content, No declines."""
+    async with (
+        GatewayClient(server.url) as gateway,
+        Client(maintenance_server(), mode="legacy", elicitation_callback=gateway.elicitation_callback) as mcp,
+    ):
+        call = asyncio.create_task(mcp.call_tool("confirm_cleanup", {}))
+        request = await person_answers(client, [[answer]])
+        assert structured(await call) == result
+
+    [question] = request["questions"]
+    assert question["question"] == CONFIRM_MESSAGE
+    assert question["header"] == "Confirm"
+    assert [option["label"] for option in question["options"]] == ["Yes", "No"]
+    assert question["custom"] is False
+    assert "multiple" not in question
+
+
 # ---------------------------------------------------------------------------------------------------
 # A ClientSession over real Streamable HTTP
 
@@ -255,9 +289,9 @@ async def test_gateway_errors_become_error_data_with_a_message(make_server):
         GatewayClient(server.url) as gateway,
         Client(maintenance_server(), mode="legacy", elicitation_callback=gateway.elicitation_callback) as mcp,
     ):
-        refused = structured(await mcp.call_tool("empty_form", {}))
+        refused = structured(await mcp.call_tool("bad_form", {}))
     assert refused["code"] == types.INVALID_PARAMS
-    assert "properties is empty" in refused["message"]
+    assert "requestedSchema.required names 'ok'" in refused["message"]
 
     server.stop()
     async with (

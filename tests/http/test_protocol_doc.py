@@ -466,7 +466,7 @@ TRIGGERS: dict[tuple[Any, ...], Trigger] = {
     (400, "tool", "unsupported_mode"): post(
         "/elicit", json={"mode": "url", "message": "m", "url": "https://example.com", "elicitationId": "e"}
     ),
-    (400, "tool", "invalid_schema"): post("/elicit", json=form_with({})),
+    (400, "tool", "invalid_schema"): post("/elicit", json=form_with({"a": {"type": "object"}})),
     (400, "tool", "invalid_request"): post("/elicitations", json={**JSONRPC, "method": "tools/list"}),
     (400, "tool", "invalid_session"): post("/elicit", json=FORM, params={"sessionID": "abc"}),
     (400, "tool", "invalid_tool"): post("/elicit", json=FORM, params={"messageID": "a b"}),

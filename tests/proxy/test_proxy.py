@@ -16,7 +16,14 @@ from mcp_types import ElicitResult, InputRequiredResult, ToolListChangedNotifica
 from tests.conftest import RunningServer
 from tests.helpers import until
 from tests.proxy.conftest import DIRECTORY, UPSTREAM, WHO, HttpUpstream, Proxy, nothing_pending, question
-from tests.proxy.upstream import LINK_MESSAGE, LINK_URL, ORDER_MESSAGE, REGION_MESSAGE
+from tests.proxy.upstream import (
+    CLEAN_MESSAGE,
+    LINK_MESSAGE,
+    LINK_URL,
+    ORDER_MESSAGE,
+    REGION_MESSAGE,
+    WIPE_MESSAGE,
+)
 
 pytestmark = pytest.mark.timeout(120)
 ERAS = ["legacy", "2026-07-28"]
@@ -176,6 +183,48 @@ async def test_push_and_resolver_questions_are_asked_once_each_and_answered_with
         }
         await nothing_pending(gateway)
         assert await counts(gateway) == (before[0] + 2, before[1] + 2)  # each question asked once
+
+
+@pytest.mark.parametrize(
+    ("answer", "cleaned", "wiped"),
+    [
+        ("Yes", "cleaned up (content: {})", "SY215C: log wiped"),
+        ("No", "kept the photos: decline", "SY215C: log kept (decline)"),
+    ],
+)
+async def test_a_plain_confirmation_is_asked_yes_or_no_and_answered_as_the_upstream_expects(
+    server: RunningServer, proxy: Proxy, upstream: list[str] | str, answer: str, cleaned: str, wiped: str
+):
+    """FastMCP 2.x's ``{"type": "object", "properties": {}}`` (push-style, the legacy era) and a resolver's
+    confirmation (an empty model, the 2026-07-28 era): one Yes/No question showing the message; Yes
+    accepts with empty content, No declines."""
+    cases = [
+        ("legacy", "clean_up", {}, CLEAN_MESSAGE, cleaned),
+        ("2026-07-28", "wipe_log", {"machine": "SY215C"}, WIPE_MESSAGE, wiped),
+    ]
+    for era, tool, arguments, message, expected in cases:
+        async with (
+            proxy.client(server.url, era=era, upstream=upstream) as client,
+            httpx.AsyncClient(base_url=server.url, timeout=10) as gateway,
+        ):
+            results: list[str] = []
+
+            async def call(
+                tool: str = tool, arguments: dict[str, Any] = arguments, results: list[str] = results
+            ) -> None:
+                results.append(text(await client.call_tool(tool, arguments)))
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(call)
+                asked = await question(gateway)
+                [shown] = asked["questions"]
+                assert shown["question"] == f"{WHO} · {tool}: {message}"
+                assert [option["label"] for option in shown["options"]] == ["Yes", "No"]
+                assert shown["custom"] is False
+                reply = await gateway.post(f"/question/{asked['id']}/reply", json={"answers": [[answer]]})
+                assert reply.status_code == 200, reply.text
+            assert results == [expected]
+            await nothing_pending(gateway)
 
 
 @pytest.mark.parametrize("era", ERAS)

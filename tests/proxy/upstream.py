@@ -1,7 +1,9 @@
 """The upstream MCP server the proxy's tests put behind the gateway, written with the ``mcp`` package as
 any server author would write it: a tool that asks nobody, one that asks mid-call with ``ctx.elicit``
 (push-style), one that asks through a ``Resolve(Elicit(...))`` resolver (an ``InputRequiredResult`` in
-the 2026-07-28 era), and a prompt, a resource and a failing tool to show the proxy is transparent.
+the 2026-07-28 era), plain yes/no confirmations (a schema with no properties: push-style exactly as
+FastMCP 2.x sends it, and through a resolver), and a prompt, a resource and a failing tool to show the
+proxy is transparent.
 
 ``python -m tests.proxy.upstream`` serves it over stdio; ``--http PORT`` over Streamable HTTP at
 ``/mcp``; ``--crash-on NAME`` exits the process in the middle of that tool; ``--name`` and ``--title``
@@ -26,6 +28,10 @@ REGION_MESSAGE = "Where should the machine be delivered?"
 SHIFT_MESSAGE = "Plan the operator's shift"
 LINK_MESSAGE = "Sign in to the parts portal"
 LINK_URL = "https://parts.example.com/sign-in?session=1"
+CLEAN_MESSAGE = "Delete the 14 old parts photos? Just say yes or no."
+WIPE_MESSAGE = "Wipe the machine's fault log?"
+CONFIRM_SCHEMA = {"type": "object", "properties": {}}
+"""A plain confirmation exactly as FastMCP 2.x to 3.4 send ``ctx.elicit(message, response_type=None)``."""
 
 
 class Order(BaseModel):
@@ -41,6 +47,10 @@ class Region(BaseModel):
 class Shift(BaseModel):
     hours: int = Field(8, title="Hours", ge=1, le=12)
     night: bool = Field(False, title="Night shift")
+
+
+class Confirm(BaseModel):  # no fields: a yes or a no. No docstring: it would be the schema's description
+    pass
 
 
 class Quote(BaseModel):
@@ -91,6 +101,26 @@ def build(
         if isinstance(outcome, AcceptedElicitation):
             return f"shift of {outcome.data.hours} hours (night: {outcome.data.night})"
         return f"no shift: {outcome.action}"
+
+    @server.tool()
+    async def clean_up(ctx: Context) -> str:
+        """Deletes old photos once the person says yes: a FastMCP 2.x-style plain confirmation."""
+        outcome = await ctx.session.elicit_form(CLEAN_MESSAGE, CONFIRM_SCHEMA, ctx.request_id)
+        if outcome.action == "accept":
+            return f"cleaned up (content: {outcome.content})"
+        return f"kept the photos: {outcome.action}"
+
+    async def ask_wipe() -> Elicit[Confirm]:
+        return Elicit(WIPE_MESSAGE, Confirm)
+
+    @server.tool()
+    async def wipe_log(
+        machine: str, confirmed: Annotated[ElicitationResult[Confirm], Resolve(ask_wipe)]
+    ) -> str:
+        """Wipes ``machine``'s fault log once the person says yes (a resolver asks a plain confirmation)."""
+        if isinstance(confirmed, AcceptedElicitation):
+            return f"{machine}: log wiped"
+        return f"{machine}: log kept ({confirmed.action})"
 
     @server.tool()
     async def link_account(ctx: Context) -> str:

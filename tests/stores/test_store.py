@@ -152,6 +152,31 @@ async def test_finish_happens_once_and_publishes_one_event(make_store):
     subscription.close()
 
 
+async def test_a_confirmation_answered_no_is_kept_declined_and_publishes_replied(make_store):
+    """A schema with no properties (a plain confirmation): its form is kept as it was asked, and a No
+    reply finishes it ``declined`` with the person's answer, which answerers see as ``question.replied``."""
+    store = await make_store()
+    form = build_form({"type": "object", "properties": {}}, "Delete the old builds?")
+    stored = record("que_1").model_copy(
+        update={
+            "form": form,
+            "request": QuestionRequest(id="que_1", sessionID="ses_1", questions=list(form.questions)),
+        }
+    )
+    await store.add(stored)
+    assert await store.get("que_1") == stored
+    assert (await store.get("que_1")).form.confirm
+    subscription = await store.subscribe()
+    finished = await store.finish("que_1", "declined", {"action": "decline"}, [["No"]])
+    assert finished is not None
+    [replied] = await drain(subscription, 1)
+    assert replied.type == "question.replied"
+    assert replied.properties == {"sessionID": "ses_1", "requestID": "que_1", "answers": [["No"]]}
+    kept = await store.get("que_1")
+    assert (kept.status, kept.result) == ("declined", {"action": "decline"})
+    subscription.close()
+
+
 async def test_finish_without_answers_publishes_rejected(make_store):
     store = await make_store()
     await store.add(record("que_1"))

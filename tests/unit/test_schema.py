@@ -582,7 +582,9 @@ def test_above_the_hard_limit_is_too_many_questions(limit: int) -> None:
         ({}, "requestedSchema must have properties"),
         ({"type": "object"}, "requestedSchema must have properties"),
         ({"type": "string"}, "'string'"),
-        ({"type": "object", "properties": {}}, "requestedSchema.properties is empty"),
+        ({"type": "object", "properties": {}, "required": ["ok"]}, "requestedSchema.required names 'ok'"),
+        ({"type": "object", "properties": {}, "required": "ok"}, "requestedSchema.required must be a list"),
+        ({"type": "array", "properties": {}}, "'array'"),
         ({"type": "object", "properties": ["a", "b"]}, "requestedSchema.properties must be an object"),
         ({"type": "object", "properties": "a"}, "requestedSchema.properties must be an object"),
         (obj({"color": {"enum": []}}), "requestedSchema.properties.color.enum"),
@@ -793,6 +795,9 @@ def test_every_captured_schema_converts(path: Path) -> None:
     if form.legacy:
         assert len(form.questions) == 1
         assert [f.key for f in form.fields] == ["value"]
+    elif form.confirm:  # no properties: one Yes/No question
+        assert schema["properties"] == {}
+        assert [f.kind for f in form.fields] == ["boolean"]
     else:
         assert [f.key for f in form.fields] == list(schema["properties"])
     for question in form.questions:

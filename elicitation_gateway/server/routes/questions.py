@@ -149,6 +149,7 @@ def describe_form(record: Record) -> QuestionForm:
         message=record.message,
         asker=record.asker,
         legacy=form.legacy,
+        confirm=form.confirm,
         expiresAt=record.expires_at,
         onTimeout=record.on_timeout,
         fields=[FormField.of(field, question, text) for field, question, text in questions],

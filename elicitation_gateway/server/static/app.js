@@ -353,7 +353,11 @@
     const { spec } = card;
     const fields = spec.fields || [];
     const message = (spec.message || "").trim();
-    card.title = message || (fields[0] && fields[0].header) || "Question";
+    // A plain confirmation (a schema with no properties): the message is the question, and Yes and No
+    // are the buttons that send it (Yes accepts, No declines), with no form of questions above them.
+    const confirm = spec.confirm === true && fields.length === 1;
+    const fallback = confirm ? fields[0].question : fields[0] && fields[0].header;
+    card.title = message || fallback || "Question";
     const base = `r-${spec.id}`;
     const titleId = `${base}-title`;
 
@@ -370,7 +374,7 @@
     const meta = el(
       "p",
       { className: "card-meta" },
-      el("span", { text: plural(fields.length, "question", "questions") }),
+      el("span", { text: confirm ? "Yes or no" : plural(fields.length, "question", "questions") }),
       expires,
     );
     const heading = el("h2", { id: titleId, className: "card-title", tabindex: "-1", text: card.title });
@@ -385,15 +389,25 @@
       : null;
 
     const form = el("form", { className: "card-form", novalidate: true, "aria-labelledby": titleId });
-    fields.forEach((field, index) => {
-      form.append(renderQuestion(field, index, `${base}-q${index}`));
-    });
+    if (confirm) {
+      const own = message ? questionText(fields[0]) : ""; // the schema's own words, beside the message
+      if (own) form.append(el("p", { className: "question-text", text: own }));
+    } else {
+      fields.forEach((field, index) => {
+        form.append(renderQuestion(field, index, `${base}-q${index}`));
+      });
+    }
     const formError = el("p", { className: "form-error", role: "alert", hidden: true });
-    const submit = el("button", { type: "submit", className: "button primary", text: "Submit" });
+    const submit = el("button", {
+      type: "submit",
+      className: "button primary",
+      text: confirm ? "Yes" : "Submit",
+      title: confirm ? "Say yes: the tool goes ahead" : null,
+    });
     const decline = el("button", {
       type: "button",
       className: "button secondary",
-      text: "Decline",
+      text: confirm ? "No" : "Decline",
       title: "Say no: the tool learns that you declined",
     });
     const dismiss = el("button", {
@@ -406,9 +420,13 @@
 
     form.addEventListener("submit", (event) => {
       event.preventDefault();
-      sendReply(card);
+      if (confirm) sendConfirmation(card, "Yes");
+      else sendReply(card);
     });
-    decline.addEventListener("click", () => sendReject(card, "decline"));
+    decline.addEventListener("click", () => {
+      if (confirm) sendConfirmation(card, "No");
+      else sendReject(card, "decline");
+    });
     dismiss.addEventListener("click", () => sendReject(card, "dismiss"));
     form.addEventListener("input", (event) => clearIssue(event.target));
     form.addEventListener("change", (event) => clearIssue(event.target));
@@ -791,6 +809,15 @@
       return;
     }
     await post(card, "reply", `question/${encodeURIComponent(card.id)}/reply`, { answers });
+  }
+
+  /** A plain confirmation's answer, as any OpenCode client sends it: the gateway turns Yes into accept
+   *  and No into decline. */
+  async function sendConfirmation(card, label) {
+    if (card.status !== "shown" || card.action) return;
+    clearIssues(card);
+    const action = label === "Yes" ? "reply" : "decline";
+    await post(card, action, `question/${encodeURIComponent(card.id)}/reply`, { answers: [[label]] });
   }
 
   async function sendReject(card, action) {
