@@ -122,17 +122,19 @@ def _parse(field: Field, text: str) -> Any:
 
 
 def _option_value(field: Field, text: str) -> str:
-    """A label wins over a value: ``text`` names the option it labels, else the option it is, else the
-    option whose label is shown as ``text`` (OpenCode clients answer with the label they were sent,
-    made safe to show; the schema refuses options whose shown labels are alike)."""
+    """A label wins over a value: ``text`` names the option it labels, else the option whose label is
+    shown as ``text`` (OpenCode clients answer with the label they were sent, made safe to show; the
+    schema refuses options whose shown labels are alike), else the option it is. What a person was
+    shown comes before values: ``""`` picks the option shown as nothing, not another whose value is
+    ``""``."""
     for option in field.options:
         if option.label == text:
             return option.value
     for option in field.options:
-        if option.value == text:
+        if safe(option.label, oneline=True) == text:
             return option.value
     for option in field.options:
-        if safe(option.label, oneline=True) == text:
+        if option.value == text:
             return option.value
     labels = ", ".join(o.label for o in field.options)
     raise ValueProblem(f"'{_clip(text)}' is not one of the options ({labels})")

@@ -911,3 +911,17 @@ def test_opencode_clients_get_the_questions_words_made_safe_and_the_answers_map_
     assert answers_to_content(form, [["No⟨U+200B⟩ way"]]) == {"go": "no"}
     assert answers_to_content(form, [["Yes\x1b[31m, ship"]]) == {"go": "yes"}
     assert form.texts[0] == "Deploy \x1b[2Know?\u202e"  # the form's own words, as written
+
+
+def test_an_answer_names_the_option_it_was_shown_as_before_one_whose_value_it_is() -> None:
+    """An option of control characters only is shown as nothing; a client answering with the shown
+    label "" picks it, not another option whose value is ""."""
+    schema = {
+        "type": "object",
+        "properties": {"pick": {"oneOf": [{"const": "", "title": "Blank"}, {"const": "\x1f"}]}},
+        "required": ["pick"],
+    }
+    form = build_form(schema, "m")
+    assert [o.label for o in form.questions[0].options] == ["Blank", ""]
+    assert answers_to_content(form, [[""]]) == {"pick": "\x1f"}
+    assert answers_to_content(form, [["Blank"]]) == {"pick": ""}
