@@ -79,7 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("auto", "legacy", "modern"),
         default="auto",
         help="the protocol spoken to the upstream: legacy (2025-11-25), which lets push-style questions "
-        "through; modern (2026-07-28), resolver questions only; auto (the default): legacy, else modern",
+        "through; modern (2026-07-28), InputRequiredResult questions only; auto (the default): legacy, "
+        "and a second, modern connection for what answers InputRequiredResult (modern alone if the "
+        "upstream refuses legacy)",
     )
     parser.add_argument(
         "--connect-timeout",
