@@ -1,6 +1,7 @@
 """An upstream written with FastMCP 4 that asks in both styles, for the proxy's era tests: ``order_part``
 asks mid-call with ``ctx.elicit`` (push-style, a 2025-11-25 connection only), ``deliver`` is a guard
-tool that returns an ``InputRequiredResult`` (a 2026-07-28 connection only), ``quote`` asks nobody.
+tool that returns an ``InputRequiredResult`` (a 2026-07-28 connection only), as is the prompt
+``site_survey``; ``quote`` asks nobody.
 
 ``python -m tests.proxy.fastmcp_upstream`` serves it over stdio; ``--http PORT`` over Streamable HTTP at
 ``/mcp``; ``--starts FILE`` notes each start of the process in FILE.
@@ -54,6 +55,22 @@ def build() -> FastMCP:
         if isinstance(answer, mcp_types.ElicitResult) and answer.action == "accept" and answer.content:
             return f"{machine} goes to {answer.content['region']}"
         return f"{machine} stays: {getattr(answer, 'action', answer)}"
+
+    @server.prompt
+    async def site_survey(ctx: Context) -> str | mcp_types.InputRequiredResult:
+        """A survey checklist for where the person says (a guard prompt)."""
+        answer = (ctx.input_responses or {}).get("region")
+        if answer is None:
+            form = mcp_types.ElicitRequestFormParams(message=REGION_MESSAGE, requested_schema=REGION_SCHEMA)
+            return mcp_types.InputRequiredResult(
+                input_requests={"region": mcp_types.ElicitRequest(params=form)}
+            )
+        region = (
+            answer.content["region"]
+            if isinstance(answer, mcp_types.ElicitResult) and answer.content
+            else None
+        )
+        return f"Survey the ground in {region}."
 
     return server
 

@@ -78,8 +78,20 @@ async def test_by_default_a_fastmcp_upstream_is_asked_in_both_styles(
             assert asked.startswith(f"{NAME} · {tool}: {message}")
             assert result == expected
         assert text(await client.call_tool("quote", {"days": 2})) == "1800 EUR"
+        # A guard prompt too: prompts and resources may answer with an InputRequiredResult.
+        async with anyio.create_task_group() as tasks:
+            prompts: list[Any] = []
+
+            async def get() -> None:
+                prompts.append(await client.get_prompt("site_survey"))
+
+            tasks.start_soon(get)
+            asked = await question(gateway, directory=FASTMCP_DIRECTORY)
+            assert asked["questions"][0]["question"].startswith(f"{NAME}: {REGION_MESSAGE}")
+            await gateway.post(f"/question/{asked['id']}/reply", json={"answers": [["us-east"]]})
+        assert prompts[0].messages[0].content.text == "Survey the ground in us-east."
         await nothing_pending(gateway)
-        assert await counts(gateway) == (before[0] + 4, before[1] + 4)  # each question asked once
+        assert await counts(gateway) == (before[0] + 5, before[1] + 5)  # each question asked once
     said = proxy.stderr()
     assert "protocol 2025-11-25" in said
     assert said.count(SECOND) == 1, said
