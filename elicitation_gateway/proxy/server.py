@@ -7,9 +7,9 @@ as they were sent; when the upstream is gone, every request gets an error that s
 
 A call, prompt or resource the upstream answers with an ``InputRequiredResult`` on the 2025-11-25
 connection, which cannot carry it, is asked again on the upstream's 2026-07-28 connection
-(``--upstream-era auto``); where the era was pinned, or that connection cannot be had, the error names
-the flag that would help. Either way the upstream ran the request up to its question once more: a
-guard tool is written to be run again, as every ``InputRequiredResult`` round runs it again.
+(``--upstream-era auto``): the upstream runs it up to its question twice, as it would on any later
+``InputRequiredResult`` round. Where the era was pinned, an error that the other era would avoid names
+the flag, after the upstream's words.
 """
 
 from __future__ import annotations
