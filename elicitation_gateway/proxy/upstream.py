@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -296,17 +297,21 @@ class NewerEra:
                 return self.connected
             if self.refused is not None:
                 raise UpstreamFailed(self.refused)
+            connecting = held(
+                self.upstream,
+                "modern",
+                self.on_failure,
+                connect_timeout=self.connect_timeout,
+                client_gone=self.client_gone,
+                **self.options,
+            )
+            # In a context of its own, as the first connection is: the tasks that serve the connection
+            # must not inherit the context of the request that happened to open it (its call).
+            opening = asyncio.get_running_loop().create_task(
+                self._stack.enter_async_context(connecting), context=contextvars.Context()
+            )
             try:
-                self.connected = await self._stack.enter_async_context(
-                    held(
-                        self.upstream,
-                        "modern",
-                        self.on_failure,
-                        connect_timeout=self.connect_timeout,
-                        client_gone=self.client_gone,
-                        **self.options,
-                    )
-                )
+                self.connected = await opening
             except (UpstreamFailed, ClientLeft) as error:
                 self.refused = str(error)
                 raise UpstreamFailed(self.refused) from error
