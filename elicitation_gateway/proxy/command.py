@@ -9,6 +9,7 @@ from typing import NoReturn, cast
 
 import anyio
 from mcp.server.stdio import stdio_server
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from elicitation_gateway.client import DEFAULT_URL, GatewayClient
 from elicitation_gateway.display import clip
@@ -19,6 +20,7 @@ from elicitation_gateway.proxy.stdin import ClientInput
 from elicitation_gateway.proxy.upstream import (
     DEFAULT_CONNECT_TIMEOUT,
     ClientLeft,
+    NewerEra,
     Upstream,
     UpstreamFailed,
     held,
@@ -77,7 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("auto", "legacy", "modern"),
         default="auto",
         help="the protocol spoken to the upstream: legacy (2025-11-25), which lets push-style questions "
-        "through; modern (2026-07-28), resolver questions only; auto (the default): legacy, else modern",
+        "through; modern (2026-07-28), InputRequiredResult questions only; auto (the default): legacy, "
+        "and a second, modern connection for what answers InputRequiredResult (modern alone if the "
+        "upstream refuses legacy)",
     )
     parser.add_argument(
         "--connect-timeout",
@@ -175,6 +179,10 @@ async def serve(args: argparse.Namespace, upstream: Upstream) -> int:
             if forwarder is not None:
                 forwarder.upstream_failed(why)
 
+        def newer_failed(why: str) -> None:
+            if forwarder is not None:
+                forwarder.newer_failed(why)
+
         try:
             async with held(
                 upstream,
@@ -196,7 +204,19 @@ async def serve(args: argparse.Namespace, upstream: Upstream) -> int:
                 )
                 say(started)
                 exchanges = Exchanges(args.timeout or 300.0) if args.answer_with == "client" else None
-                forwarder = Forwarder(client, calls, name, faults, exchanges)
+                newer = None
+                if args.upstream_era == "auto" and client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                    newer = NewerEra(
+                        upstream,
+                        newer_failed,
+                        connect_timeout=args.connect_timeout,
+                        client_gone=client_input.ended,
+                        elicitation_callback=asker,
+                        message_handler=relay,
+                    )
+                forwarder = Forwarder(
+                    client, calls, name, faults, exchanges, era=args.upstream_era, newer=newer
+                )
                 server, notifications = build_server(forwarder)
                 try:
                     # stdio_server takes the lines as they are; only stdout is its own.
@@ -206,6 +226,8 @@ async def serve(args: argparse.Namespace, upstream: Upstream) -> int:
                 finally:
                     if exchanges is not None:
                         await exchanges.aclose()
+                    if newer is not None:
+                        await newer.aclose()
         except ClientLeft:
             return 0
         except UpstreamFailed as error:

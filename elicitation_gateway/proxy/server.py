@@ -4,13 +4,19 @@ It says it is the upstream (its ``serverInfo``, instructions and capabilities), 
 upstream offers, and relays progress and list-changed notifications. Only elicitation differs: the
 upstream asks the proxy, and the proxy asks a person (:mod:`.asking`). Upstream errors reach the client
 as they were sent; when the upstream is gone, every request gets an error that says so.
+
+A call, prompt or resource the upstream answers with an ``InputRequiredResult`` on the 2025-11-25
+connection, which cannot carry it, is asked again on the upstream's 2026-07-28 connection
+(``--upstream-era auto``): the upstream runs it up to its question twice, as it would on any later
+``InputRequiredResult`` round. Where the era was pinned, an error that the other era would avoid names
+the flag, after the upstream's words.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 import anyio
@@ -23,8 +29,15 @@ from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from elicitation_gateway.proxy.asking import Call, Calls, FaultReport, Progress, client_elicitation
+from elicitation_gateway.proxy.asking import Call, Calls, FaultReport, Progress, client_elicitation, say
 from elicitation_gateway.proxy.rounds import Exchanges
+from elicitation_gateway.proxy.upstream import (
+    Era,
+    NewerEra,
+    UpstreamFailed,
+    input_required_refused,
+    push_refused,
+)
 
 T = TypeVar("T")
 _GONE = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, ConnectionError, EOFError)
@@ -32,6 +45,17 @@ _GONE = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream
 
 class UpstreamGone(MCPError):
     """The upstream's connection closed: its process exited, or its URL stopped answering."""
+
+
+class _Link:
+    """One connection to the upstream, and why it is gone once it is."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.gone: str | None = None
+        self.failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # Results go to the client as the upstream sent them; checking them is the client's part.
+        client.session.validate_tool_result = _unchecked  # type: ignore[method-assign]
 
 
 class Forwarder:
@@ -44,58 +68,121 @@ class Forwarder:
         upstream_name: str,
         faults: FaultReport,
         exchanges: Exchanges | None = None,
+        *,
+        era: Era = "auto",
+        newer: NewerEra | None = None,
     ) -> None:
-        """``exchanges``: with ``--answer-with client``, where a 2026-07-28 client's rounds are kept."""
+        """``exchanges``: with ``--answer-with client``, where a 2026-07-28 client's rounds are kept.
+        ``era``: the ``--upstream-era`` asked for; ``newer``: the upstream's 2026-07-28 connection, for
+        what the 2025-11-25 ``upstream`` cannot carry (``auto`` only)."""
         self.upstream = upstream
         self.exchanges = exchanges
         self.faults = faults
         self.calls = calls
         self.upstream_name = upstream_name
+        self.era = era
+        self.newer = newer
         self.downstream: ServerSession | None = None
-        self.gone: str | None = None
-        self._failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        # Results go to the client as the upstream sent them; checking them is the client's part.
-        self.upstream.session.validate_tool_result = _unchecked  # type: ignore[method-assign]
+        self._main = _Link(upstream)
+        self._newer: _Link | None = None
 
-    async def _forward(self, ctx: ServerRequestContext[Any], request: Coroutine[Any, Any, T]) -> T:
+    @property
+    def gone(self) -> str | None:
+        return self._main.gone
+
+    async def _forward(
+        self, ctx: ServerRequestContext[Any], request: Coroutine[Any, Any, T], link: _Link | None = None
+    ) -> T:
+        link = link or self._main
         self.downstream = ctx.session
-        if self.gone is not None:
+        if link.gone is not None:
             request.close()
-            raise UpstreamGone(types.INTERNAL_ERROR, self.gone)
+            raise UpstreamGone(types.INTERNAL_ERROR, link.gone)
         # On a task of its own: once an HTTP upstream has failed, the SDK's client never answers, and
         # does not even finish being cancelled (it waits to tell the upstream), so the proxy stops
         # waiting for it instead.
         forwarded = asyncio.ensure_future(request)
         try:
-            await asyncio.wait({forwarded, self._failed}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({forwarded, link.failed}, return_when=asyncio.FIRST_COMPLETED)
         except BaseException:
             forwarded.cancel()
             raise
         if not forwarded.done():
             forwarded.cancel()
-            raise UpstreamGone(types.INTERNAL_ERROR, self.gone or "the upstream MCP server failed")
+            raise UpstreamGone(types.INTERNAL_ERROR, link.gone or "the upstream MCP server failed")
         try:
             return forwarded.result()
         except MCPError as error:
             if error.code == types.CONNECTION_CLOSED:
-                raise self._went_away(str(error)) from error
+                raise self._went_away(link, str(error)) from error
             raise
         except _GONE as error:
-            raise self._went_away(type(error).__name__) from error
+            raise self._went_away(link, type(error).__name__) from error
 
-    def _went_away(self, why: str) -> UpstreamGone:
-        self.upstream_failed(f"its connection closed ({why})")
-        return UpstreamGone(types.INTERNAL_ERROR, self.gone)
+    def _went_away(self, link: _Link, why: str) -> UpstreamGone:
+        self._link_failed(link, f"its connection closed ({why})")
+        return UpstreamGone(types.INTERNAL_ERROR, link.gone)
 
     def upstream_failed(self, why: str) -> None:
         """The connection to the upstream broke (its process exited, an exchange with its URL failed).
         The SDK's client sends nothing more then, and may never answer what is in flight: every request
         ends now, with an error that says why."""
-        if self.gone is None:
-            self.gone = f"the upstream MCP server {self.upstream_name} is gone: {why}"
-            self.faults.fault(f"{self.gone}; every request now gets an error")
-        if not self._failed.done():
-            self._failed.set_result(None)
+        self._link_failed(self._main, why)
+
+    def newer_failed(self, why: str) -> None:
+        """The upstream's 2026-07-28 connection broke: what it carries gets an error from now on."""
+        if self._newer is not None:
+            self._link_failed(self._newer, why)
+
+    def _link_failed(self, link: _Link, why: str) -> None:
+        if link.gone is None:
+            if link is self._main:
+                link.gone = f"the upstream MCP server {self.upstream_name} is gone: {why}"
+                self.faults.fault(f"{link.gone}; every request now gets an error")
+            else:
+                link.gone = (
+                    f"the upstream MCP server {self.upstream_name}'s 2026-07-28 connection is gone: {why}"
+                )
+                self.faults.fault(f"{link.gone}; what answers InputRequiredResult now gets an error")
+        if not link.failed.done():
+            link.failed.set_result(None)
+
+    async def _in_either_era(
+        self, ctx: ServerRequestContext[Any], request: Callable[[Client], Coroutine[Any, Any, T]]
+    ) -> T:
+        """``request`` on the upstream's connection and, where that connection is in the 2025-11-25 era
+        and the upstream answered with an ``InputRequiredResult`` it could not send, once more on its
+        2026-07-28 connection (``--upstream-era auto``). Errors a flag would avoid name it."""
+        modern = self.upstream.protocol_version in MODERN_PROTOCOL_VERSIONS
+        try:
+            result = await self._forward(ctx, request(self.upstream))
+            return _result_with_hint(result, modern, self.era, second=False)
+        except MCPError as error:
+            if modern or self.newer is None or not input_required_refused(error):
+                raise _with_hint(error, modern, self.era) from None
+            failure = error
+        try:
+            client = await self.newer.client()
+        except UpstreamFailed as refused:
+            raise MCPError(
+                failure.code,
+                f"{failure.message} ({PROXY}the upstream answered with an InputRequiredResult, which "
+                f"only 2026-07-28 carries, and a 2026-07-28 connection to it failed: {refused})",
+                failure.data,
+            ) from None
+        if self._newer is None or self._newer.client is not client:
+            self._newer = _Link(client)
+            say(
+                f"elicitation-gateway proxy: {self.upstream_name} answered with an InputRequiredResult, "
+                "which 2025-11-25 cannot carry: such requests are asked again on a second connection to "
+                f"it, in {client.protocol_version}",
+                self.faults.stream,
+            )
+        try:
+            result = await self._forward(ctx, request(client), self._newer)
+            return _result_with_hint(result, True, self.era, second=True)
+        except MCPError as error:
+            raise _with_hint(error, True, self.era, second=True) from None
 
     # -- tools ---------------------------------------------------------------------------------
 
@@ -123,9 +210,9 @@ class Forwarder:
     ) -> Any:
         with self.calls.running(call):
             try:
-                return await self._forward(
+                return await self._in_either_era(
                     ctx,
-                    self.upstream.call_tool(
+                    lambda upstream: upstream.call_tool(
                         params.name,
                         params.arguments,
                         progress_callback=call.progress.relay if call.progress is not None else None,
@@ -145,8 +232,9 @@ class Forwarder:
         return await self._forward(ctx, self.upstream.session.list_prompts(params=_paginated(ctx, params)))
 
     async def get_prompt(self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> Any:
-        return await self._forward(
-            ctx, self.upstream.get_prompt(params.name, params.arguments, meta=_forwarded_meta(ctx.meta))
+        meta = _forwarded_meta(ctx.meta)
+        return await self._in_either_era(
+            ctx, lambda upstream: upstream.get_prompt(params.name, params.arguments, meta=meta)
         )
 
     async def list_resources(
@@ -164,8 +252,9 @@ class Forwarder:
     async def read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> Any:
-        return await self._forward(
-            ctx, self.upstream.read_resource(str(params.uri), meta=_forwarded_meta(ctx.meta))
+        meta = _forwarded_meta(ctx.meta)
+        return await self._in_either_era(
+            ctx, lambda upstream: upstream.read_resource(str(params.uri), meta=meta)
         )
 
     async def subscribe_resource(
@@ -205,6 +294,56 @@ class Forwarder:
         ):
             with contextlib.suppress(Exception):
                 await downstream.send_notification(notification)
+
+
+PROXY = "elicitation-gateway proxy: "
+LEGACY_HINT = (
+    "the upstream answered with an InputRequiredResult, which only 2026-07-28 carries; --upstream-era "
+    "legacy keeps the proxy on 2025-11-25, where auto (the default) would ask again in 2026-07-28"
+)
+MODERN_HINTS = {
+    "modern": "a push-style ctx.elicit needs 2025-11-25; --upstream-era modern keeps the proxy on "
+    "2026-07-28, where auto (the default) would let it through",
+    "refused": "a push-style ctx.elicit needs 2025-11-25, which the upstream refused at the handshake",
+    "second": "a push-style ctx.elicit needs 2025-11-25, and this request had answered with an "
+    "InputRequiredResult, which only 2026-07-28 carries: one request cannot ask in both styles",
+}
+
+
+def _hint(modern: bool, era: Era, second: bool = False) -> str | None:
+    """Why an era error happened and which ``--upstream-era`` helps, for the connection it happened on
+    (``second``: the 2026-07-28 one beside the 2025-11-25 one)."""
+    if not modern:
+        return LEGACY_HINT if era == "legacy" else None
+    if second:
+        return MODERN_HINTS["second"]
+    return MODERN_HINTS["modern"] if era == "modern" else MODERN_HINTS["refused"]
+
+
+def _with_hint(error: MCPError, modern: bool, era: Era, second: bool = False) -> MCPError:
+    """``error``, its message followed by the proxy's hint when it is an era error a flag explains."""
+    hint = _hint(modern, era, second)
+    if isinstance(error, UpstreamGone) or hint is None:
+        return error
+    if (modern and push_refused(error.message)) or (not modern and input_required_refused(error)):
+        return MCPError(error.code, f"{error.message} ({PROXY}{hint})", error.data)
+    return error
+
+
+def _result_with_hint(result: T, modern: bool, era: Era, second: bool) -> T:
+    """A tool's error result that is a push-style question refused in 2026-07-28 (FastMCP returns it
+    as such), its text followed by the proxy's hint."""
+    if not isinstance(result, types.CallToolResult) or not result.is_error:
+        return result
+    content = list(result.content)
+    for index, item in enumerate(content):
+        if isinstance(item, types.TextContent) and push_refused(item.text):
+            hint = _hint(modern, era, second)
+            if hint is None:
+                return result
+            content[index] = item.model_copy(update={"text": f"{item.text} ({PROXY}{hint})"})
+            return result.model_copy(update={"content": content})  # type: ignore[return-value]
+    return result
 
 
 def _asked_in_rounds(ctx: ServerRequestContext[Any]) -> bool:

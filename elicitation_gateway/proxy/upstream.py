@@ -1,16 +1,23 @@
 """Connecting to the upstream MCP server.
 
-A push-style ``ctx.elicit`` reaches a client only on a 2025-11-25 connection: the 2026-07-28 era has
-no server-initiated requests over stdio, and a resolver's ``InputRequiredResult`` becomes a plain
-``elicitation/create`` on the older era. So the proxy speaks 2025-11-25 to the upstream unless told
-otherwise, and falls back to negotiating (``auto``) only when the upstream refuses the handshake's
-protocol version: an upstream that crashes or never answers is started once, and said once.
+No one era carries both kinds of question. A push-style ``ctx.elicit`` reaches a client only on a
+2025-11-25 connection: the 2026-07-28 era has no server-initiated requests. An ``InputRequiredResult``
+reaches it only on a 2026-07-28 connection: the ``mcp`` package's ``Resolve(Elicit(...))`` becomes a
+plain ``elicitation/create`` on the older era, but a tool that returns the result itself (FastMCP 4's
+guard tools, a bare ``InputRequiredResult`` from any ``mcp`` server) fails there.
+
+So the proxy speaks 2025-11-25 to the upstream unless told otherwise, and falls back to negotiating
+(``auto``) only when the upstream refuses the handshake's protocol version: an upstream that crashes or
+never answers is started once, and said once. Under ``auto``, a request the upstream answered with an
+``InputRequiredResult`` it could not send is made again on a second connection, in the 2026-07-28
+era, opened the first time one is needed (:class:`NewerEra`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -21,14 +28,21 @@ from mcp import StdioServerParameters
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION, Implementation
+from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    Implementation,
+)
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from elicitation_gateway import __version__
 
 Era = Literal["legacy", "modern", "auto"]
-"""``legacy``: 2025-11-25 (push-style questions and resolvers both reach the proxy); ``modern``:
-2026-07-28 (resolvers only); ``auto``: legacy first, the upstream's choice if it refuses."""
+"""``legacy``: 2025-11-25 (push-style questions, and the ``mcp`` package's resolvers); ``modern``:
+2026-07-28 (``InputRequiredResult`` only); ``auto``: legacy first, the upstream's choice if it refuses,
+and a second, 2026-07-28 connection for what answers ``InputRequiredResult``."""
 
 CLIENT_INFO = Implementation(
     name="elicitation-gateway-proxy", title="Elicitation Gateway proxy", version=__version__
@@ -113,6 +127,36 @@ def version_refused(error: BaseException) -> bool:
         return error.code in (UNSUPPORTED_PROTOCOL_VERSION, METHOD_NOT_FOUND)
     # The SDK's own words for an initialize result in a version it does not speak.
     return isinstance(error, RuntimeError) and str(error).startswith("Unsupported protocol version")
+
+
+INPUT_REQUIRED_ON_LEGACY = "only exists at MCP 2026-07-28"
+"""FastMCP 4's words when a tool, prompt or resource returns an ``InputRequiredResult`` on a 2025-11-25
+connection (a -32602 error)."""
+INVALID_RESULT = "Handler returned an invalid result"
+"""The ``mcp`` package's words (a -32603 error) for a result it cannot send in the connection's era: an
+``InputRequiredResult`` on a 2025-11-25 connection among them."""
+PUSH_ON_MODERN = (
+    "elicitation via server-initiated requests is unavailable on 2026-07-28 connections",  # FastMCP 4
+    "no back-channel for server-initiated requests",  # the mcp package
+)
+"""The words of an upstream whose push-style ``ctx.elicit`` failed on a 2026-07-28 connection."""
+
+
+def input_required_refused(error: BaseException) -> bool:
+    """Whether a request failed on a 2025-11-25 connection because the upstream answered it with an
+    ``InputRequiredResult``, which only the 2026-07-28 era can carry. The ``mcp`` package's words say
+    only that the result was invalid: they are taken to mean the same."""
+    if not isinstance(error, MCPError):
+        return False
+    if error.code == INVALID_PARAMS:
+        return "InputRequiredResult" in error.message and INPUT_REQUIRED_ON_LEGACY in error.message
+    return error.code == INTERNAL_ERROR and error.message == INVALID_RESULT
+
+
+def push_refused(text: str) -> bool:
+    """Whether an upstream's error (or a tool's error result) is a push-style question that a
+    2026-07-28 connection could not carry."""
+    return any(words in text for words in PUSH_ON_MODERN)
 
 
 @contextlib.asynccontextmanager
@@ -220,6 +264,62 @@ async def held(
         release.set()
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(holder, 10)
+
+
+class NewerEra:
+    """The upstream's 2026-07-28 connection beside the 2025-11-25 one, opened by the first request that
+    needs it and kept for later ones; a stdio upstream is started a second time for it. ``on_failure``
+    hears why, when the connection breaks while in use. An upstream that does not offer 2026-07-28 is
+    asked once: :meth:`client` then raises :class:`UpstreamFailed` at once."""
+
+    def __init__(
+        self,
+        upstream: Upstream,
+        on_failure: Callable[[str], None],
+        *,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        client_gone: asyncio.Event | None = None,
+        **options: Any,
+    ) -> None:
+        self.upstream = upstream
+        self.on_failure = on_failure
+        self.connect_timeout = connect_timeout
+        self.client_gone = client_gone
+        self.options = options
+        self.connected: Client | None = None
+        self.refused: str | None = None
+        self._lock = asyncio.Lock()
+        self._stack = contextlib.AsyncExitStack()
+
+    async def client(self) -> Client:
+        async with self._lock:
+            if self.connected is not None:
+                return self.connected
+            if self.refused is not None:
+                raise UpstreamFailed(self.refused)
+            connecting = held(
+                self.upstream,
+                "modern",
+                self.on_failure,
+                connect_timeout=self.connect_timeout,
+                client_gone=self.client_gone,
+                **self.options,
+            )
+            # In a context of its own, as the first connection is: the tasks that serve the connection
+            # must not inherit the context of the request that happened to open it (its call).
+            opening = asyncio.get_running_loop().create_task(
+                self._stack.enter_async_context(connecting), context=contextvars.Context()
+            )
+            try:
+                self.connected = await opening
+            except (UpstreamFailed, ClientLeft) as error:
+                self.refused = str(error)
+                raise UpstreamFailed(self.refused) from error
+            return self.connected
+
+    async def aclose(self) -> None:
+        """Closes the connection, if it was opened: a stdio upstream's second process is stopped."""
+        await self._stack.aclose()
 
 
 async def _stopped(holder: asyncio.Task[None]) -> None:

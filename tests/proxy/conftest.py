@@ -25,13 +25,14 @@ WHO = "Excavator Service (spare parts)"
 
 
 class HttpUpstream:
-    """The test upstream over Streamable HTTP, in a process of its own."""
+    """A test upstream (``command``, by default :mod:`tests.proxy.upstream`) over Streamable HTTP, in a
+    process of its own."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, command: list[str] = UPSTREAM) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.process = subprocess.Popen(
-            [*UPSTREAM, "--http", str(self.port), *args],
+            [*command, "--http", str(self.port), *args],
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -51,8 +52,8 @@ class HttpUpstream:
 def http_upstream() -> Iterator[Callable[..., HttpUpstream]]:
     started: list[HttpUpstream] = []
 
-    def start(*args: str) -> HttpUpstream:
-        started.append(HttpUpstream(*args))
+    def start(*args: str, command: list[str] = UPSTREAM) -> HttpUpstream:
+        started.append(HttpUpstream(*args, command=command))
         return started[-1]
 
     yield start

@@ -2,8 +2,8 @@
 any server author would write it: a tool that asks nobody, one that asks mid-call with ``ctx.elicit``
 (push-style), one that asks through a ``Resolve(Elicit(...))`` resolver (an ``InputRequiredResult`` in
 the 2026-07-28 era), plain yes/no confirmations (a schema with no properties: push-style exactly as
-FastMCP 2.x sends it, and through a resolver), and a prompt, a resource and a failing tool to show the
-proxy is transparent.
+FastMCP 2.x sends it, and through a resolver), one that returns an ``InputRequiredResult`` itself
+(2026-07-28 only), and a prompt, a resource and a failing tool to show the proxy is transparent.
 
 ``python -m tests.proxy.upstream`` serves it over stdio; ``--http PORT`` over Streamable HTTP at
 ``/mcp``; ``--crash-on NAME`` exits the process in the middle of that tool; ``--name`` and ``--title``
@@ -19,13 +19,21 @@ from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Elicit, Resolve
-from mcp_types import ToolAnnotations
+from mcp_types import (
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
+    InputRequiredResult,
+    ToolAnnotations,
+)
 from pydantic import BaseModel, Field
 
 NAME = "Excavator Service"
 ORDER_MESSAGE = "Confirm the spare-part order"
 REGION_MESSAGE = "Where should the machine be delivered?"
 SHIFT_MESSAGE = "Plan the operator's shift"
+SCRAP_MESSAGE = "Scrap the machine for good?"
+SCRAP_SCHEMA = {"type": "object", "properties": {"confirmed": {"type": "boolean"}}, "required": ["confirmed"]}
 LINK_MESSAGE = "Sign in to the parts portal"
 LINK_URL = "https://parts.example.com/sign-in?session=1"
 CLEAN_MESSAGE = "Delete the 14 old parts photos? Just say yes or no."
@@ -145,6 +153,22 @@ def build(
         if isinstance(region, AcceptedElicitation):
             return f"{machine} goes to {region.data.region}"
         return f"{machine} stays: {region.action}"
+
+    @server.tool()
+    async def scrap(machine: str, ctx: Context) -> str:
+        """Scraps ``machine`` once the person confirms, asking by returning an ``InputRequiredResult``
+        itself: the ``mcp`` package sends that in the 2026-07-28 era only."""
+        answer = (ctx.input_responses or {}).get("confirm")
+        if answer is None:
+            form = ElicitRequestFormParams(message=SCRAP_MESSAGE, requested_schema=SCRAP_SCHEMA)
+            return InputRequiredResult(input_requests={"confirm": ElicitRequest(params=form)})  # type: ignore[return-value]
+        if (
+            isinstance(answer, ElicitResult)
+            and answer.action == "accept"
+            and (answer.content or {}).get("confirmed")
+        ):
+            return f"{machine} scrapped"
+        return f"{machine} kept"
 
     @server.tool()
     async def restock(part: str, ctx: Context) -> str:
