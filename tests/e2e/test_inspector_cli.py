@@ -14,6 +14,8 @@ import contextlib
 import functools
 import json
 import os
+import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -151,3 +153,52 @@ async def test_the_cli_calls_a_tool_through_the_proxy_and_a_person_answers_its_q
         result = await result_of(calling)
     assert result["isError"] is False, result
     assert result["content"] == [{"type": "text", "text": DIAGNOSED}]
+
+
+MCP_PAGE = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+PINNED = json.loads((PACKAGE / "package.json").read_text(encoding="utf-8"))["dependencies"]
+
+
+def printed_commands() -> list[list[str]]:
+    """The Inspector's command lines in docs/mcp.md's ``sh`` block, each split as a shell would."""
+    (block,) = re.findall(r"^```sh\n(.*?)^```", MCP_PAGE, re.MULTILINE | re.DOTALL)
+    lines = [line for line in block.replace("\\\n", " ").splitlines() if line and not line.startswith("#")]
+    return [shlex.split(line) for line in lines]
+
+
+def as_run_here(command: list[str], url: str) -> list[str]:
+    """A printed command with this checkout's programs and the test gateway's address: the pinned
+    Inspector for ``npx``, this Python for ``.venv/bin/python``, ``python -m elicitation_gateway`` for
+    ``elicitation-gateway``; everything else as printed."""
+    npx, package, *args = command
+    assert npx == "npx", command
+    assert package == f"@modelcontextprotocol/inspector@{PINNED['@modelcontextprotocol/inspector']}", command
+    here: list[str] = []
+    for arg in args:
+        if arg == "elicitation-gateway":
+            here += PROXY[:-1]
+        elif arg == ".venv/bin/python":
+            here.append(sys.executable)
+        else:
+            here.append(arg.replace("http://127.0.0.1:4096", url))
+    return here
+
+
+async def test_the_commands_of_the_mcp_page_run_as_printed(server: RunningServer, tmp_path: Path):
+    """docs/mcp.md's two commands, as printed but for the address: the question tool at /mcp, and the
+    example server's tool behind the proxy; each question answered through the gateway."""
+    ask, proxied = printed_commands()
+    assert [ask[2], proxied[2]] == ["--cli", "--cli"], (ask, proxied)  # the test's cli() gives --cli
+    async with httpx.AsyncClient(base_url=server.url) as gateway:
+        async with cli("--format", "json", *as_run_here(ask, server.url)[1:], home=tmp_path) as calling:
+            asked = await question(gateway, directory="/srv/any")
+            assert asked["questions"][0]["question"] == "Deploy now?"
+            await gateway.post(f"/question/{asked['id']}/reply", json={"answers": [["Yes"]]})
+            result = await result_of(calling)
+        assert result["structuredContent"] == {"action": "accept", "answers": [["Yes"]]}
+
+        async with cli("--format", "json", *as_run_here(proxied, server.url)[1:], home=tmp_path) as calling:
+            asked = await question(gateway, directory="mcp:Excavator diagnosis")
+            await gateway.post(f"/question/{asked['id']}/reply", json=ANSWERS)
+            result = await result_of(calling)
+        assert result["content"] == [{"type": "text", "text": DIAGNOSED}]
