@@ -74,8 +74,8 @@ $(JS_LINT)/node_modules/.installed: $(JS_LINT)/package.json $(JS_LINT)/package-l
 	npm ci --prefix $(JS_LINT) --no-audit --no-fund
 	touch $@
 
-# The official MCP conformance suite and the Node 22 it needs (the npm package `node`), pinned by its
-# lock file. `npm ci` suits it: the lock holds `node` itself, whose install script (allowed in
+# The official MCP conformance suite, the MCP Inspector (its CLI) and the Node 22 they need (the npm
+# package `node`), pinned by its lock file. `npm ci` suits it: the lock holds `node` itself, whose install script (allowed in
 # package.json's allowScripts) fetches this platform's binary package at the same exact version.
 $(CONFORMANCE)/node_modules/.installed: $(CONFORMANCE)/package.json $(CONFORMANCE)/package-lock.json
 	npm ci --prefix $(CONFORMANCE) --no-audit --no-fund

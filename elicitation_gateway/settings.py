@@ -32,7 +32,7 @@ class Settings(BaseSettings):
         gt=0,
         description="Seconds between two progress notifications to an MCP call that waits for an answer "
         "and sent a progress token (clients that reset their timeout on progress then wait as long as "
-        "the person takes).",
+        "the question does: GATEWAY_TIMEOUT).",
     )
     reattach_window: float = Field(
         300,

@@ -103,6 +103,39 @@ async def test_a_call_without_a_progress_token_is_sent_no_progress(make_server):
     assert messages[0]["result"]["structuredContent"] == {"action": "accept", "answers": [["No"]]}
 
 
+KEEP_ALIVE = 15.0
+"""How often a waiting call's event stream carries an SSE comment (``: ping``), progress or none: the
+``sse-starlette`` default of the ``mcp`` server transport, which docs/mcp.md promises clients."""
+
+
+async def test_a_call_without_a_progress_token_is_never_silent_for_longer_than_the_keep_alive(make_server):
+    """A client whose HTTP read timeout is a little over the keep-alive survives a wait of several
+    timeouts without progress, in both eras: the stream's comments restart the read timeout."""
+    server = make_server()
+    read_timeout = KEEP_ALIVE + 3
+    started = asyncio.get_running_loop().time()
+
+    async def call_quietly(mode: str) -> Any:
+        http = httpx2.AsyncClient(timeout=httpx2.Timeout(10.0, read=read_timeout))
+        async with (
+            http,
+            Client(streamable_http_client(f"{server.url}/mcp", http_client=http), mode=mode) as mcp,
+        ):
+            return await mcp.call_tool("question", {"questions": QUESTION})
+
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        calls = [asyncio.create_task(call_quietly(mode)) for mode in MODES]
+        requests = await pending(client, count=len(MODES))
+        await asyncio.sleep(read_timeout + 5 - (asyncio.get_running_loop().time() - started))
+        assert not any(call.done() for call in calls), [call.result() for call in calls if call.done()]
+        for request in requests:
+            await client.post(f"/question/{request['id']}/reply", json={"answers": [["Yes"]]})
+        results = await asyncio.wait_for(asyncio.gather(*calls), 10)
+    assert [result.structured_content for result in results] == [
+        {"action": "accept", "answers": [["Yes"]]}
+    ] * 2
+
+
 # ---------------------------------------------------------------------------------------------------
 # Re-issued calls
 
