@@ -17,7 +17,18 @@ import functools
 
 import re2
 
-from elicitation_gateway.conversion.ecma_regex import RegexError, Shape, parse, shape, to_re2
+from elicitation_gateway.conversion.ecma_regex import (
+    Assertion,
+    Choice,
+    Node,
+    RegexError,
+    Repeat,
+    Sequence,
+    Shape,
+    parse,
+    shape,
+    to_re2,
+)
 
 MAX_PATTERN_LENGTH = 1000
 """Characters of a pattern's source."""
@@ -68,6 +79,30 @@ def matches(source: str, text: str) -> bool:
     return compile_pattern(source).search(text) is not None
 
 
+def _at_characters(tree: Node) -> str:
+    """The RE2 pattern of ``tree``, starting its matches only between characters.
+
+    RE2's search tries every byte of the UTF-8 text, and inside a character of several bytes both
+    neighbours are non-word bytes, so ``\\B`` holds there where ECMAScript sees a word boundary
+    (``\\B`` in ``"_\\ufeffA"``). A pattern with ``\\B`` is anchored behind a lazy run of whole
+    characters instead; the others keep RE2's faster search.
+    """
+    written = to_re2(tree)
+    return f"\\A(?s:.)*?(?:{written})" if _has_non_boundary(tree) else written
+
+
+def _has_non_boundary(node: Node) -> bool:
+    if isinstance(node, Assertion):
+        return node.kind == "B"
+    if isinstance(node, Sequence):
+        return any(_has_non_boundary(item) for item in node.items)
+    if isinstance(node, Choice):
+        return any(_has_non_boundary(option) for option in node.options)
+    if isinstance(node, Repeat):
+        return _has_non_boundary(node.item)
+    return False
+
+
 @functools.lru_cache(maxsize=512)
 def _compiled(source: str) -> tuple["re2._Regexp", Shape]:
     """Cached: every answer to a question is matched against the same pattern."""
@@ -78,7 +113,7 @@ def _compiled(source: str) -> tuple["re2._Regexp", Shape]:
     except RegexError as error:
         raise PatternError(str(error), invalid=error.invalid) from None
     try:
-        compiled = re2.compile(to_re2(tree), _OPTIONS)
+        compiled = re2.compile(_at_characters(tree), _OPTIONS)
     except re2.error as error:
         reason = error.args[0].decode() if error.args and isinstance(error.args[0], bytes) else str(error)
         raise PatternError(f"is too large to match in bounded time (RE2: {reason})") from None
