@@ -1,0 +1,244 @@
+"""Signed webhooks against real loopback receivers: signatures that the Standard Webhooks reference
+library (Node's ``standardwebhooks``, not the gateway's) accepts, retries with the same id, and
+receivers that fail, never answer or drip their answer beside a good one, which they never delay."""
+
+import asyncio
+import base64
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from elicitation_gateway import webhooks
+from elicitation_gateway.webhooks import WebhookSender
+
+SECRET = "whsec_" + base64.b64encode(os.urandom(24)).decode()
+NODE_TESTS = Path(__file__).resolve().parents[1] / "e2e" / "node"
+
+
+class Receiver:
+    """Keeps every POST; answers the first ``failures`` with a 500, or never answers when ``hang``."""
+
+    def __init__(self, failures: int = 0, hang: bool = False) -> None:
+        self.failures = failures
+        self.hang = hang
+        self.posts: list[dict[str, Any]] = []
+        self.port = 0
+        self._runner: web.AppRunner | None = None
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        self.posts.append(
+            {"body": await request.text(), "headers": dict(request.headers), "at": time.monotonic()}
+        )
+        if self.hang:
+            await asyncio.sleep(3600)
+        if len(self.posts) <= self.failures:
+            return web.json_response({"ok": False}, status=500)
+        return web.json_response({"ok": True})
+
+    async def __aenter__(self) -> "Receiver":
+        app = web.Application()
+        app.router.add_post("/{path:.*}", self._handle)
+        self._runner = web.AppRunner(app, shutdown_timeout=0.1)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self._runner is not None
+        await self._runner.cleanup()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hooks"
+
+
+class Dripper:
+    """Accepts the POST, then sends its answer a byte a second: no read ever times out by itself."""
+
+    def __init__(self) -> None:
+        self.tries = 0
+        self.server: asyncio.Server | None = None
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.tries += 1
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            for byte in b"HTTP/1.1 200 OK\r\ncontent-length: 1000\r\n\r\n" + b"x" * 1000:
+                writer.write(bytes([byte]))
+                await writer.drain()
+                await asyncio.sleep(1)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    async def __aenter__(self) -> "Dripper":
+        self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self.server is not None
+        self.server.close()
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/hooks"
+
+
+def verified_by_the_reference_library(secret: str, posts: list[dict[str, Any]]) -> list[Any]:
+    """What Node's ``standardwebhooks`` makes of each post: its payload, or ``refused: …``."""
+    node = shutil.which("node")
+    if node is None or not (NODE_TESTS / "node_modules" / "standardwebhooks").exists():
+        message = "node and tests/e2e/node's packages (make test installs them) verify the signatures"
+        if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
+            pytest.fail(message)
+        pytest.skip(message)
+    deliveries = [{"headers": post["headers"], "body": post["body"]} for post in posts]
+    done = subprocess.run(
+        [node, str(NODE_TESTS / "verify-webhook.mjs")],
+        input=json.dumps({"secret": secret, "deliveries": deliveries}),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return [line if line.startswith("refused") else json.loads(line) for line in done.stdout.splitlines()]
+
+
+async def until(predicate: Any, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.01)
+
+
+async def test_each_event_reaches_every_receiver_signed_as_the_specification_says():
+    outcomes: list[tuple[str, str]] = []
+    async with Receiver() as first, Receiver() as second:
+        sender = WebhookSender([first.url, second.url], SECRET, on_outcome=lambda *o: outcomes.append(o))
+        sender.start()
+        try:
+            sender.submit(
+                "evt_1", "question.asked", {"id": "que_1", "questions": [{"question": "Deploy? ✓ 🚀"}]}
+            )
+            sender.submit("evt_2", "question.replied", {"requestID": "que_1", "answers": [["Yes"]]})
+            await until(lambda: len(outcomes) == 4)
+        finally:
+            await sender.stop()
+    for receiver in (first, second):
+        payloads = verified_by_the_reference_library(SECRET, receiver.posts)
+        payloads.sort(key=lambda payload: payload["type"])  # sent side by side: either may come first
+        assert [p["type"] for p in payloads] == ["question.asked", "question.replied"]
+        assert payloads[0]["data"]["questions"][0]["question"] == "Deploy? ✓ 🚀"
+        assert payloads[0]["timestamp"].endswith("Z")
+        assert sorted(post["headers"]["webhook-id"] for post in receiver.posts) == ["evt_1", "evt_2"]
+        assert all(post["headers"]["Content-Type"] == "application/json" for post in receiver.posts)
+    assert sorted(outcomes) == sorted([(first.url, "sent"), (second.url, "sent")] * 2)
+
+
+async def test_a_wrong_secret_or_an_edited_body_is_refused_by_the_reference_library():
+    async with Receiver() as receiver:
+        sender = WebhookSender([receiver.url], SECRET)
+        sender.start()
+        try:
+            sender.submit("evt_1", "question.asked", {"id": "que_1"})
+            await until(lambda: len(receiver.posts) == 1)
+        finally:
+            await sender.stop()
+    post = receiver.posts[0]
+    edited = {**post, "body": post["body"].replace("que_1", "que_2")}
+    other_secret = "whsec_" + base64.b64encode(os.urandom(24)).decode()
+    assert verified_by_the_reference_library(SECRET, [post, edited])[1].startswith("refused")
+    assert verified_by_the_reference_library(other_secret, [post])[0].startswith("refused")
+
+
+async def test_a_failed_delivery_is_retried_with_the_same_id_and_signed_anew():
+    outcomes: list[str] = []
+    async with Receiver(failures=2) as receiver:
+        sender = WebhookSender(
+            [receiver.url], SECRET, retries=(0.05, 0.05, 0.05), on_outcome=lambda _, o: outcomes.append(o)
+        )
+        sender.start()
+        try:
+            sender.submit("evt_1", "question.asked", {"id": "que_1"})
+            await until(lambda: len(receiver.posts) == 3)
+            await until(lambda: "sent" in outcomes)
+        finally:
+            await sender.stop()
+    assert {post["headers"]["webhook-id"] for post in receiver.posts} == {"evt_1"}
+    assert len({post["body"] for post in receiver.posts}) == 1
+    assert outcomes == ["retried", "retried", "sent"]
+    assert all(
+        not str(p).startswith("refused") for p in verified_by_the_reference_library(SECRET, receiver.posts)
+    )
+
+
+async def test_a_delivery_that_keeps_failing_stops_after_its_retries():
+    outcomes: list[str] = []
+    async with Receiver(failures=100) as receiver:
+        sender = WebhookSender(
+            [receiver.url], SECRET, retries=(0.01, 0.01), on_outcome=lambda _, o: outcomes.append(o)
+        )
+        sender.start()
+        try:
+            sender.submit("evt_1", "question.asked", {"id": "que_1"})
+            await until(lambda: "failed" in outcomes)
+            await asyncio.sleep(0.2)
+        finally:
+            await sender.stop()
+    assert len(receiver.posts) == 3
+    assert outcomes == ["retried", "retried", "failed"]
+
+
+async def test_receivers_that_never_answer_or_drip_delay_no_other():
+    """The hanging and dripping receivers hold every one of their deliveries to the deadline; the good
+    receiver has each event before the first of theirs ends all the same, and theirs do end."""
+    outcomes: list[tuple[str, str]] = []
+    async with Receiver() as good, Receiver(hang=True) as hanging, Dripper() as dripper:
+        sender = WebhookSender(
+            [hanging.url, dripper.url, good.url],
+            SECRET,
+            retries=(),
+            timeout=3.0,
+            on_outcome=lambda *o: outcomes.append(o),
+        )
+        sender.start()
+        try:
+            for n in range(webhooks.IN_FLIGHT):
+                sender.submit(f"evt_{n}", "question.asked", {"id": f"que_{n}"})
+            await until(lambda: len(good.posts) == webhooks.IN_FLIGHT)
+            assert [o for url, o in outcomes if url != good.url] == [], "a bad receiver's attempt ended first"
+            bad_ended = lambda: sum(1 for url, o in outcomes if url != good.url and o == "failed")  # noqa: E731
+            await until(lambda: bad_ended() == 2 * webhooks.IN_FLIGHT, 30)
+        finally:
+            await sender.stop()
+    assert len(hanging.posts) == webhooks.IN_FLIGHT
+    assert dripper.tries == webhooks.IN_FLIGHT
+
+
+async def test_a_receiver_whose_queue_is_full_drops_what_it_cannot_hold(monkeypatch):
+    monkeypatch.setattr(webhooks, "QUEUE_SIZE", 3)
+    monkeypatch.setattr(webhooks, "IN_FLIGHT", 1)
+    outcomes: list[str] = []
+    async with Receiver(hang=True) as hanging:
+        sender = WebhookSender(
+            [hanging.url], SECRET, retries=(), timeout=5, on_outcome=lambda _, o: outcomes.append(o)
+        )
+        sender.start()
+        try:
+            for n in range(10):
+                sender.submit(f"evt_{n}", "question.asked", {"id": f"que_{n}"})
+            await until(lambda: len(hanging.posts) == 1)
+        finally:
+            await sender.stop()
+    assert outcomes.count("dropped") == 7  # queued at once: three held, the rest dropped
