@@ -1,5 +1,6 @@
 """The route table: every route the app serves is a row and every row a route, and the rules the
-access control, the bridge and the OpenAPI document read off it (roles, JSON bodies, origins, owners)."""
+access control, the bridge and the OpenAPI document read off it (roles, JSON bodies, origins, owners,
+operations)."""
 
 import re
 from typing import Any
@@ -10,6 +11,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from elicitation_gateway.server import openapi
 from elicitation_gateway.server.app import create_app
 from elicitation_gateway.server.bridge import merged, owner
+from elicitation_gateway.server.routes import operations
 from elicitation_gateway.server.routes.table import ROUTES, Owner, RouteTable, Row
 from elicitation_gateway.settings import Settings
 
@@ -47,25 +49,59 @@ def test_in_bridge_mode_the_bridge_serves_the_merged_rows_and_the_rest_is_as_wit
 
 
 def test_every_row_is_documented_and_every_operation_is_a_row():
+    """A row with methods documents exactly those; one that answers every method documents some."""
     document = openapi.openapi_document(Settings())
-    rows = {
-        (openapi.documented_path(row), method.lower()) for row in ROUTES.rows for method in row.methods or ()
-    }
-    operations = {(path, method) for path, methods in document["paths"].items() for method in methods}
-    assert rows <= operations
-    assert {path for path, _ in operations} == {openapi.documented_path(row) for row in ROUTES.rows}
+    documented = {(path, method) for path, methods in document["paths"].items() for method in methods}
+    rows = set()
+    for row in ROUTES.rows:
+        path = openapi.documented_path(row)
+        if row.methods is None:
+            assert any(where == path for where, _ in documented), row.path
+            rows |= {(where, method) for where, method in documented if where == path}
+        else:
+            rows |= {(path, method.lower()) for method in row.methods}
+    assert rows == documented
+
+
+def test_the_document_lists_the_paths_in_the_tables_order_with_each_rows_own_operations():
+    document = openapi.openapi_document(Settings())
+    paths = list(dict.fromkeys(openapi.documented_path(row) for row in ROUTES.rows))
+    assert list(document["paths"]) == paths
+    for row in ROUTES.rows:
+        own = row.operations(lambda model: {"$ref": model.__name__})
+        for method, operation in own.items():
+            served = document["paths"][openapi.documented_path(row)][method]
+            assert served["operationId"] == operation["operationId"], (method, row.path)
+
+
+def test_operation_ids_are_unique():
+    document = openapi.openapi_document(Settings())
+    ids = [
+        operation["operationId"] for methods in document["paths"].values() for operation in methods.values()
+    ]
+    assert len(ids) == len(set(ids)) == len(ROUTES.rows)
+
+
+def test_a_row_cannot_be_made_without_its_operations():
+    with pytest.raises(TypeError, match="operations"):
+        Row("/undocumented", ("GET",), "public", Owner.GATEWAY, lambda request: None)  # type: ignore[call-arg]
+
+
+def _nothing(request: Any) -> None:
+    return None
 
 
 @pytest.mark.parametrize(
     "rows",
     [
-        [*ROUTES.rows, Row("/undocumented", ("GET",), "public", Owner.GATEWAY, lambda request: None)],
-        [row for row in ROUTES.rows if row.path != "/livez"],
-        [*ROUTES.rows, Row("/livez", ("DELETE",), "public", Owner.GATEWAY, lambda request: None)],
+        [*ROUTES.rows, Row("/livez", ("DELETE",), "public", Owner.GATEWAY, _nothing, operations.livez)],
+        [*ROUTES.rows, Row("/extra", ("GET", "POST"), "public", Owner.GATEWAY, _nothing, operations.livez)],
+        [*ROUTES.rows, Row("/extra", None, "public", Owner.GATEWAY, _nothing, lambda ref: {})],
+        [*ROUTES.rows, Row("/livez", ("GET",), "public", Owner.GATEWAY, _nothing, operations.livez)],
     ],
-    ids=["row-without-operation", "operation-without-row", "method-without-operation"],
+    ids=["method-without-operation", "operation-of-another-method", "no-operation", "documented-twice"],
 )
-def test_the_document_does_not_build_when_it_and_the_table_differ(monkeypatch, rows):
+def test_the_document_does_not_build_when_a_row_and_its_operations_differ(monkeypatch, rows):
     monkeypatch.setattr(openapi, "ROUTES", RouteTable(rows))
     openapi._document.cache_clear()
     try:
@@ -79,8 +115,8 @@ def test_rows_of_one_path_must_agree_on_whose_it_is():
     with pytest.raises(AssertionError, match="/x"):
         RouteTable(
             [
-                Row("/x", ("GET",), "public", Owner.GATEWAY, lambda request: None),
-                Row("/x", ("POST",), "tool", Owner.GATEWAY, lambda request: None),
+                Row("/x", ("GET",), "public", Owner.GATEWAY, _nothing, operations.livez),
+                Row("/x", ("POST",), "tool", Owner.GATEWAY, _nothing, operations.elicit),
             ]
         )
 

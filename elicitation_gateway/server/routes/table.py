@@ -1,5 +1,5 @@
 """The route table: every route the gateway serves, one row each, with who may call it, the body it
-takes, and who answers it in bridge mode.
+takes, who answers it in bridge mode, and its operations in the OpenAPI document.
 
 The app's routes are made from these rows, and the access control, the URL check, the bridge's
 dispatch and the OpenAPI document all read them, so a route is served, guarded, dispatched and
@@ -16,7 +16,8 @@ from typing import Any
 from starlette.routing import BaseRoute, Mount, Route, compile_path
 
 from elicitation_gateway.server.mcp_endpoint import McpRoute
-from elicitation_gateway.server.routes import elicitations, health, page, questions, streams
+from elicitation_gateway.server.routes import elicitations, health, operations, page, questions, streams
+from elicitation_gateway.server.routes.operations import Operations
 from elicitation_gateway.server.security import STATE_CHANGING, BodyRule, Role
 
 
@@ -44,6 +45,9 @@ class Row:
     owner: Owner
     """Who answers it in bridge mode; ``UPSTREAM``: OpenCode's, the gateway's own is under ``/gateway/``."""
     handler: Handler
+    operations: Operations
+    """What the OpenAPI document says of it (:mod:`.operations`): its operations by method, the row's
+    own methods (one of them for a row that answers every method)."""
     body: BodyRule | None = None
     """A JSON body only (any other type is ``415``): a form or ``text/plain`` post, which a page may send
     anywhere without asking, never reaches the route."""
@@ -148,15 +152,54 @@ _GATEWAY, _UPSTREAM, _BY_ID = Owner.GATEWAY, Owner.UPSTREAM, Owner.BY_ID
 ROUTES = RouteTable(
     [
         # The tool side: OpenCode has none of these.
-        Row("/elicit", ("POST",), "tool", _GATEWAY, elicitations.elicit, body="json"),
-        Row("/elicitations", ("POST",), "tool", _GATEWAY, elicitations.create, body="json", and_below=True),
-        Row("/elicitations/{id}", ("GET",), "tool", _GATEWAY, elicitations.read),
-        Row("/elicitations/{id}", ("DELETE",), "tool", _GATEWAY, elicitations.withdraw),
+        Row("/elicit", ("POST",), "tool", _GATEWAY, elicitations.elicit, operations.elicit, body="json"),
+        Row(
+            "/elicitations",
+            ("POST",),
+            "tool",
+            _GATEWAY,
+            elicitations.create,
+            operations.elicitations_create,
+            body="json",
+            and_below=True,
+        ),
+        Row("/elicitations/{id}", ("GET",), "tool", _GATEWAY, elicitations.read, operations.elicitations_get),
+        Row(
+            "/elicitations/{id}",
+            ("DELETE",),
+            "tool",
+            _GATEWAY,
+            elicitations.withdraw,
+            operations.elicitations_withdraw,
+        ),
         # The answerer side, in OpenCode's shapes.
-        Row("/question", ("GET",), "answerer", _GATEWAY, questions.list_questions, merged=True),
-        Row("/question/", ("GET",), "answerer", _GATEWAY, questions.list_questions, merged=True),
-        Row("/question/{requestID}/form", ("GET",), "answerer", _GATEWAY, questions.question_form),
-        Row("/question/{requestID}/reply", ("POST",), "answerer", _BY_ID, questions.reply, body="json"),
+        Row(
+            "/question",
+            ("GET",),
+            "answerer",
+            _GATEWAY,
+            questions.list_questions,
+            operations.question_list,
+            merged=True,
+        ),
+        Row(
+            "/question/",
+            ("GET",),
+            "answerer",
+            _GATEWAY,
+            questions.list_questions,
+            operations.question_list_slash,
+            merged=True,
+        ),
+        Row(
+            "/question/{requestID}/reply",
+            ("POST",),
+            "answerer",
+            _BY_ID,
+            questions.reply,
+            operations.question_reply,
+            body="json",
+        ),
         # OpenCode's SDK (and the terminal answerer) dismiss with no body and no Content-Type.
         Row(
             "/question/{requestID}/reject",
@@ -164,22 +207,48 @@ ROUTES = RouteTable(
             "answerer",
             _BY_ID,
             questions.reject,
+            operations.question_reject,
             body="json_or_empty",
         ),
-        Row("/event", ("GET",), "answerer", _GATEWAY, streams.event, merged=True),
-        Row("/global/event", ("GET",), "answerer", _GATEWAY, streams.global_event, merged=True),
-        # Operations.
-        Row("/doc", ("GET",), "public", _UPSTREAM, health.doc),
-        Row("/global/health", ("GET",), "public", _UPSTREAM, health.global_health),
-        Row("/healthz", ("GET",), "public", _GATEWAY, health.readyz),
-        Row("/livez", ("GET",), "public", _GATEWAY, health.livez),
-        Row("/readyz", ("GET",), "public", _GATEWAY, health.readyz),
-        Row("/metrics", ("GET",), "public", _GATEWAY, health.metrics),
+        Row(
+            "/question/{requestID}/form",
+            ("GET",),
+            "answerer",
+            _GATEWAY,
+            questions.question_form,
+            operations.question_form,
+        ),
+        Row("/event", ("GET",), "answerer", _GATEWAY, streams.event, operations.event, merged=True),
+        Row(
+            "/global/event",
+            ("GET",),
+            "answerer",
+            _GATEWAY,
+            streams.global_event,
+            operations.global_event,
+            merged=True,
+        ),
         # The web page.
-        Row("/", ("GET",), "answerer", _UPSTREAM, page.index),
-        Row("/static", None, "answerer", _UPSTREAM, page.files, mount=True),
+        Row("/", ("GET",), "answerer", _UPSTREAM, page.index, operations.page),
+        Row("/static", None, "answerer", _UPSTREAM, page.files, operations.page_files, mount=True),
         # MCP over Streamable HTTP: the SDK's transport answers every method, and refuses a POST that is
         # not application/json itself.
-        Row("/mcp", None, "tool", _UPSTREAM, McpRoute(), and_below=True, origin_always=True),
+        Row(
+            "/mcp",
+            None,
+            "tool",
+            _UPSTREAM,
+            McpRoute(),
+            operations.mcp,
+            and_below=True,
+            origin_always=True,
+        ),
+        # Operations.
+        Row("/global/health", ("GET",), "public", _UPSTREAM, health.global_health, operations.global_health),
+        Row("/healthz", ("GET",), "public", _GATEWAY, health.readyz, operations.healthz),
+        Row("/readyz", ("GET",), "public", _GATEWAY, health.readyz, operations.readyz),
+        Row("/livez", ("GET",), "public", _GATEWAY, health.livez, operations.livez),
+        Row("/metrics", ("GET",), "public", _GATEWAY, health.metrics, operations.metrics),
+        Row("/doc", ("GET",), "public", _UPSTREAM, health.doc, operations.doc),
     ]
 )
