@@ -31,6 +31,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from elicitation_gateway.proxy.asking import Call, Calls, FaultReport, Progress, client_elicitation, say
 from elicitation_gateway.proxy.rounds import Exchanges
+from elicitation_gateway.proxy.tool_call import call_tool
 from elicitation_gateway.proxy.upstream import (
     Era,
     NewerEra,
@@ -54,8 +55,6 @@ class _Link:
         self.client = client
         self.gone: str | None = None
         self.failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        # Results go to the client as the upstream sent them; checking them is the client's part.
-        client.session.validate_tool_result = _unchecked  # type: ignore[method-assign]
 
 
 class Forwarder:
@@ -212,7 +211,8 @@ class Forwarder:
             try:
                 return await self._in_either_era(
                     ctx,
-                    lambda upstream: upstream.call_tool(
+                    lambda upstream: call_tool(
+                        upstream,
                         params.name,
                         params.arguments,
                         progress_callback=call.progress.relay if call.progress is not None else None,
@@ -373,10 +373,6 @@ def _paginated(
     if params is None and meta is None:
         return None
     return types.PaginatedRequestParams(cursor=params.cursor if params else None, _meta=meta)
-
-
-async def _unchecked(name: str, result: types.CallToolResult) -> None:
-    return None
 
 
 def build_server(forwarder: Forwarder) -> tuple[Server[Any], NotificationOptions]:

@@ -9,12 +9,21 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from mcp import StdioServerParameters
 from mcp.client import Client
 from mcp.shared.exceptions import MCPError
-from mcp_types import ElicitResult, InputRequiredResult, ToolListChangedNotification
+from mcp_types import (
+    CallToolRequest,
+    CallToolRequestParams,
+    CallToolResult,
+    ElicitResult,
+    InputRequiredResult,
+    ToolListChangedNotification,
+)
 
 from tests.conftest import RunningServer
 from tests.helpers import until
+from tests.processes import ROOT
 from tests.proxy.conftest import DIRECTORY, UPSTREAM, WHO, HttpUpstream, Proxy, nothing_pending, question
 from tests.proxy.upstream import (
     CLEAN_MESSAGE,
@@ -22,6 +31,8 @@ from tests.proxy.upstream import (
     LINK_URL,
     ORDER_MESSAGE,
     REGION_MESSAGE,
+    STOCK_CONTENT,
+    STOCK_SCHEMA,
     WIPE_MESSAGE,
 )
 
@@ -70,8 +81,6 @@ async def test_what_the_upstream_offers_passes_through_unchanged(
     for era in ERAS:
         async with proxy.client(server.url, era=era, upstream=upstream) as through:
             if direct_target is None:
-                from mcp import StdioServerParameters
-
                 direct_target = StdioServerParameters(
                     command=UPSTREAM[0], args=UPSTREAM[1:], cwd=proxy.parameters("x").cwd
                 )
@@ -96,6 +105,32 @@ async def test_what_the_upstream_offers_passes_through_unchanged(
                 seen = await progress_of(through, "slow_count", {"steps": 3}, count=3)
                 assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
     assert (await httpx.AsyncClient(base_url=server.url).get("/question")).json() == []
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_result_that_breaks_the_tools_output_schema_passes_through_unchanged(
+    server: RunningServer, proxy: Proxy, era: str
+):
+    """Checking a result against the tool's output schema is the client's part: the proxy passes the
+    upstream's on as it came, so the client's own check sees what the upstream sent."""
+    upstream = StdioServerParameters(command=UPSTREAM[0], args=UPSTREAM[1:], cwd=ROOT)
+    stock = CallToolRequest(params=CallToolRequestParams(name="stock", arguments={"part": "hose"}))
+    async with proxy.client(server.url, era=era) as through, Client(upstream, mode=era) as direct:
+        listed = {tool.name: tool for tool in (await through.list_tools()).tools}
+        assert listed["stock"].output_schema == STOCK_SCHEMA
+        # The request as a client that does not check sends it: the result, not the client's verdict.
+        result = await through.session.send_request(stock, CallToolResult)
+        assert result.structured_content == STOCK_CONTENT
+        assert not result.is_error
+        assert result == await direct.session.send_request(stock, CallToolResult)
+        with pytest.raises(RuntimeError, match="Invalid structured content returned by tool stock") as seen:
+            await through.call_tool("stock", {"part": "hose"})
+        with pytest.raises(RuntimeError) as seen_direct:
+            await direct.call_tool("stock", {"part": "hose"})
+        # The same verdict on the same content (the schema it quotes may list its keys in another order).
+        for words in (str(seen.value), str(seen_direct.value)):
+            assert words.startswith("Invalid structured content returned by tool stock: 'depot' is")
+            assert words.endswith(f"On instance:\n    {STOCK_CONTENT}")
 
 
 async def test_in_the_newer_era_only_resolver_questions_reach_the_proxy(server: RunningServer, proxy: Proxy):

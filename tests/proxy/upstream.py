@@ -3,7 +3,8 @@ any server author would write it: a tool that asks nobody, one that asks mid-cal
 (push-style), one that asks through a ``Resolve(Elicit(...))`` resolver (an ``InputRequiredResult`` in
 the 2026-07-28 era), plain yes/no confirmations (a schema with no properties: push-style exactly as
 FastMCP 2.x sends it, and through a resolver), one that returns an ``InputRequiredResult`` itself
-(2026-07-28 only), and a prompt, a resource and a failing tool to show the proxy is transparent.
+(2026-07-28 only), and a prompt, a resource, a failing tool and one whose result breaks the output
+schema it declares to show the proxy is transparent.
 
 ``python -m tests.proxy.upstream`` serves it over stdio; ``--http PORT`` over Streamable HTTP at
 ``/mcp``; ``--crash-on NAME`` exits the process in the middle of that tool; ``--name`` and ``--title``
@@ -20,10 +21,13 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp_types import (
+    CallToolResult,
     ElicitRequest,
     ElicitRequestFormParams,
     ElicitResult,
     InputRequiredResult,
+    TextContent,
+    Tool,
     ToolAnnotations,
 )
 from pydantic import BaseModel, Field
@@ -66,10 +70,31 @@ class Quote(BaseModel):
     currency: str
 
 
+STOCK_SCHEMA = {
+    "type": "object",
+    "properties": {"count": {"type": "integer"}, "depot": {"type": "string"}},
+    "required": ["count", "depot"],
+}
+"""The output schema ``stock`` declares, which its results break."""
+STOCK_CONTENT = {"count": "a dozen", "note": "depot unknown"}
+
+
+class Server(MCPServer):
+    """An ``MCPServer`` whose ``stock`` tool declares :data:`STOCK_SCHEMA` as its output schema: a
+    schema written by hand, which the tool's results do not follow."""
+
+    async def list_tools(self) -> list[Tool]:
+        tools = await super().list_tools()
+        return [
+            tool.model_copy(update={"output_schema": STOCK_SCHEMA}) if tool.name == "stock" else tool
+            for tool in tools
+        ]
+
+
 def build(
     crash_on: str | None = None, name: str = NAME, title: str | None = "Excavator Service (spare parts)"
 ) -> MCPServer:
-    server = MCPServer(name, title=title, instructions="Orders spare parts.")
+    server = Server(name, title=title, instructions="Orders spare parts.")
 
     def maybe_crash(tool: str) -> None:
         if crash_on == tool:
@@ -91,6 +116,14 @@ def build(
     async def fail(reason: str) -> str:
         """Always fails, with ``reason``."""
         raise ToolError(f"refused: {reason}")
+
+    @server.tool()
+    async def stock(part: str) -> CallToolResult:
+        """How many of ``part`` are in stock: a result that breaks the tool's declared output schema
+        (a count in words, no depot, a field it does not name)."""
+        return CallToolResult(
+            content=[TextContent(type="text", text=f"{part}: a dozen")], structured_content=STOCK_CONTENT
+        )
 
     @server.tool()
     async def order_part(ctx: Context) -> str:
