@@ -1,0 +1,131 @@
+"""The audit trail's hash chain: a trail verifies as written, and any line removed, edited, inserted or
+moved is found, named by its line."""
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from elicitation_gateway.audit import EVENTS, GENESIS, VIAS, _digest, next_entry, verify
+
+MOMENT = datetime(2026, 12, 6, 9, 30, 15, 123456, tzinfo=UTC)
+
+entries = st.lists(
+    st.tuples(
+        st.sampled_from(EVENTS),
+        st.sampled_from(VIAS),
+        st.one_of(st.none(), st.text(max_size=10)),
+        st.one_of(st.none(), st.lists(st.lists(st.text(max_size=10), max_size=3), max_size=3)),
+    ),
+    min_size=3,
+    max_size=12,
+)
+
+
+def trail(specs: list[tuple[str, str, str | None, list[list[str]] | None]]) -> list[bytes]:
+    lines, previous = [], None
+    for n, (event, via, who, answers) in enumerate(specs):
+        previous = next_entry(
+            previous, event=event, question=f"que_{n}", via=via, who=who, answers=answers, at=MOMENT
+        )
+        lines.append(previous.line())
+    return lines
+
+
+def test_an_entry_says_when_what_who_and_through_what():
+    entry = next_entry(
+        None, event="replied", question="que_1", via="page", who="alice", answers=[["Yes"]], at=MOMENT
+    )
+    fields = json.loads(entry.line())
+    assert fields == {
+        "seq": 1,
+        "at": "2026-12-06T09:30:15.123Z",
+        "event": "replied",
+        "question": "que_1",
+        "who": "alice",
+        "via": "page",
+        "answers": [["Yes"]],
+        "prev": GENESIS,
+        "hash": entry.hash,
+    }
+    assert entry.line().endswith(b"\n")
+    assert entry.line().count(b"\n") == 1
+
+
+@pytest.mark.parametrize(("event", "via"), [("answered", "page"), ("replied", "email")])
+def test_an_unknown_event_or_way_is_refused(event, via):
+    with pytest.raises(ValueError, match="is not"):
+        next_entry(None, event=event, question="que_1", via=via)
+
+
+@given(entries)
+def test_a_trail_verifies_as_written(specs):
+    lines = trail(specs)
+    verdict = verify(lines)
+    assert verdict.ok, verdict.problem
+    assert verdict.entries == len(lines)
+    assert verdict.last_hash == json.loads(lines[-1])["hash"]
+
+
+@given(entries, st.data())
+def test_a_removed_line_is_found_unless_it_is_the_first_or_last(specs, data):
+    lines = trail(specs)
+    at = data.draw(st.integers(1, len(lines) - 2))
+    verdict = verify(lines[:at] + lines[at + 1 :])
+    assert not verdict.ok
+    assert f"line {at + 1}" in verdict.problem
+    assert "removed" in verdict.problem
+
+
+@given(entries, st.data())
+def test_an_edited_line_is_found(specs, data):
+    lines = trail(specs)
+    at = data.draw(st.integers(0, len(lines) - 1))
+    fields = json.loads(lines[at])
+    field = data.draw(st.sampled_from(["at", "event", "question", "who", "via", "answers", "seq"]))
+    fields[field] = {"at": "2026-12-06T09:30:16.000Z", "seq": fields["seq"] + 7}.get(field, "forged")
+    lines[at] = json.dumps(fields).encode() + b"\n"
+    verdict = verify(lines)
+    assert not verdict.ok
+    assert f"line {at + 1}" in verdict.problem
+
+
+@given(entries, st.data())
+def test_swapped_lines_are_found(specs, data):
+    lines = trail(specs)
+    at = data.draw(st.integers(0, len(lines) - 2))
+    lines[at], lines[at + 1] = lines[at + 1], lines[at]
+    assert not verify(lines).ok
+
+
+def test_a_line_rehashed_after_an_edit_still_breaks_the_chain_after_it():
+    lines = trail(
+        [("asked", "tool", None, None), ("replied", "page", "alice", [["No"]]), ("asked", "tool", None, None)]
+    )
+    forged = next_entry(
+        None, event="replied", question="que_1", via="page", who="mallory", answers=[["Yes"]], at=MOMENT
+    )
+    fields = {**forged.as_dict(), "seq": 2, "prev": json.loads(lines[0])["hash"]}
+    fields["hash"] = _digest(fields)
+    lines[1] = json.dumps(fields).encode()
+    verdict = verify(lines)
+    assert "line 3" in verdict.problem
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [(b"not json", "is not JSON"), (b'{"seq": 1}', "is not an audit entry"), (b"[1]", "is not an")],
+)
+def test_a_line_that_is_no_entry_is_named(line, says):
+    lines = trail([("asked", "tool", None, None)])
+    verdict = verify([*lines, line])
+    assert says in verdict.problem
+    assert "line 2" in verdict.problem
+
+
+def test_a_trail_cut_by_retention_verifies_from_where_it_starts():
+    lines = trail([("asked", "tool", None, None)] * 5)
+    assert verify(lines[2:]).ok
+    assert verify([]).ok
