@@ -12,8 +12,9 @@ app factory, and every check that asks one of these questions asks it.
 
 Hosts and origins are read with :func:`urllib.parse.urlsplit`, then checked explicitly: ASCII only (a
 browser sends a Unicode name as its IDNA ``xn--`` form), no user, path, query or fragment, a port of
-digits. Names compare without case and, for an origin, without its scheme's default port; the origins
-of ``GATEWAY_CORS_ORIGINS`` and the local pages are taken exactly as browsers write them (lower case).
+digits (any number of them, as written), brackets only around an IPv6 address. Names compare
+without case and, for an origin, without its scheme's default port; the origins of
+``GATEWAY_CORS_ORIGINS`` and the local pages are taken exactly as browsers write them (lower case).
 """
 
 import ipaddress
