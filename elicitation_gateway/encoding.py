@@ -147,8 +147,13 @@ def sse_frame(data: str, event_id: str | None = None) -> bytes:
     return to_utf8(head + lines + "\n")
 
 
+def json_bytes(value: Any) -> bytes:
+    """A JSON body's bytes: compact, non-ASCII characters as themselves, valid UTF-8 whatever it holds."""
+    return to_utf8(json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")))
+
+
 class JsonResponse(JSONResponse):
     """Starlette's JSON response, written as valid UTF-8 whatever it holds."""
 
     def render(self, content: Any) -> bytes:
-        return to_utf8(json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":")))
+        return json_bytes(content)

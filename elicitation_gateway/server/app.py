@@ -17,12 +17,16 @@ from starlette.responses import Response
 
 from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.gateway import Gateway
+from elicitation_gateway.server.errors import tool_error
 from elicitation_gateway.server.logs import CLIENT_GONE, hide_access_queries, route_of
 from elicitation_gateway.server.mcp_endpoint import McpEndpoint
+from elicitation_gateway.server.middleware.access_control import AccessControl
+from elicitation_gateway.server.middleware.browser_guard import BrowserGuard
+from elicitation_gateway.server.middleware.cors import Cors
+from elicitation_gateway.server.middleware.url_text import UrlTextCheck
 from elicitation_gateway.server.openapi import openapi_document
-from elicitation_gateway.server.routes.parsing import UrlTextCheck
+from elicitation_gateway.server.origins import OriginPolicy
 from elicitation_gateway.server.routes.table import ROUTES
-from elicitation_gateway.server.security import AccessControl, BrowserGuard
 from elicitation_gateway.server.tracing import tracing_middleware
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores.base import StoreUnavailable
@@ -52,16 +56,12 @@ async def _http_error(request: Request, error: Exception) -> JsonResponse:
             request.url.path,
             ATTACH_HINT,
         )
-    return JsonResponse(
-        {"error": code, "message": message},
-        status_code=error.status_code,
-        headers=error.headers,
-    )
+    return tool_error(error.status_code, code, message, headers=error.headers)
 
 
 async def _server_error(request: Request, error: Exception) -> JsonResponse:
     logger.exception("unexpected error on %s %s", request.method, request.url.path)
-    return JsonResponse({"error": "internal", "message": "unexpected error; see the server log"}, 500)
+    return tool_error(500, "internal", "unexpected error; see the server log")
 
 
 async def _client_gone(request: Request, error: Exception) -> Response:
@@ -71,9 +71,7 @@ async def _client_gone(request: Request, error: Exception) -> Response:
 
 
 async def _store_unavailable(request: Request, error: Exception) -> JsonResponse:
-    return JsonResponse(
-        {"error": "store_unavailable", "message": str(error)}, status_code=503, headers={"Retry-After": "1"}
-    )
+    return tool_error(503, "store_unavailable", str(error), headers={"Retry-After": "1"})
 
 
 def create_app(settings: Settings | None = None, gateway: Gateway | None = None) -> Starlette:
@@ -81,19 +79,22 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     gateway = gateway or Gateway(settings)
     hide_access_queries()  # whichever server serves the app, its access line never shows a credential
     mcp = McpEndpoint(gateway, settings)
+    origins = OriginPolicy(settings)  # the one answer to "which hosts, which origins, which CORS headers"
     middleware = [
+        Middleware(Cors, policy=origins),
         Middleware(AccessControl, settings=settings, routes=ROUTES),
         Middleware(UrlTextCheck, routes=ROUTES),
     ]
     bridge = None
     if settings.opencode_url:  # bridge mode: decided here, so that without it nothing changes
         from elicitation_gateway.server.bridge import Bridge
+        from elicitation_gateway.server.middleware.dispatch import Dispatch
 
         bridge = Bridge(gateway, settings)
-        middleware.insert(0, bridge.middleware())
+        middleware.insert(0, Middleware(Dispatch, bridge=bridge))
     # Hosts and origins before anything else (in bridge mode, before requests are forwarded to OpenCode).
     guarded = bridge.routes if bridge else ROUTES  # in bridge mode, /gateway/mcp is guarded as /mcp
-    middleware.insert(0, Middleware(BrowserGuard, settings=settings, routes=guarded))
+    middleware.insert(0, Middleware(BrowserGuard, policy=origins, routes=guarded))
     middleware[:0] = tracing_middleware()  # outermost; only with the `otel` extra and a tracer provider
 
     @contextlib.asynccontextmanager

@@ -37,7 +37,12 @@ def json_response(
     Encoded by the same ``json`` as Starlette's other bodies and the events (not ``model_dump_json``,
     which writes ``1e-05`` as ``1e-5``), so a number in a result or a form is the same bytes everywhere.
     """
-    return JsonResponse(body.model_dump(mode="json", by_alias=True, exclude_none=True), status_code, headers)
+    return JsonResponse(wire(body), status_code, headers)
+
+
+def wire(body: BaseModel) -> dict[str, Any]:
+    """``body`` as the JSON it is sent as: its aliases, without its None fields."""
+    return body.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 # ---------------------------------------------------------------------------------------------------

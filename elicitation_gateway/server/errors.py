@@ -1,14 +1,21 @@
 """Error bodies on the wire: the tool side's ``{error, message}``, OpenCode's shapes on the answerer
 side, and JSON-RPC errors for ``elicitation/create`` envelopes; each built from its model in
-:mod:`.bodies` (or the MCP SDK's, for JSON-RPC)."""
+:mod:`.bodies` (or the MCP SDK's, for JSON-RPC).
 
-from collections.abc import Iterable
+The one writer of error bodies: routes and exception handlers return its responses, the layers that
+speak ASGI themselves (the middleware, the bridge's pass-through) send with :func:`send_error`, and
+the HTTP protocol's refusals, written before any ASGI app runs, take :func:`error_body`'s bytes.
+"""
+
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from mcp_types.jsonrpc import INVALID_PARAMS, ErrorData, JSONRPCError
+from starlette.responses import PlainTextResponse
+from starlette.types import Send
 
 from elicitation_gateway.conversion.answers import Issue
-from elicitation_gateway.encoding import JsonResponse
+from elicitation_gateway.encoding import JsonResponse, json_bytes
 from elicitation_gateway.records import Status
 from elicitation_gateway.server.bodies import (
     BadRequest,
@@ -16,6 +23,7 @@ from elicitation_gateway.server.bodies import (
     ErrorBody,
     QuestionNotFoundError,
     json_response,
+    wire,
 )
 
 
@@ -46,9 +54,37 @@ class PayloadError(Exception):
         return bad_request(self.message, self.kind, status=self.status)
 
 
-def tool_error(http_status: int, code: str, message: str, status: Status | None = None) -> JsonResponse:
-    """``status``: how an elicitation already finished, for a 409."""
-    return json_response(ErrorBody(error=code, message=message, status=status), http_status)
+def tool_error(
+    http_status: int,
+    code: str,
+    message: str,
+    status: Status | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> JsonResponse:
+    """The gateway's own ``{error, message}``; ``status``: how an elicitation already finished, for a 409."""
+    return json_response(ErrorBody(error=code, message=message, status=status), http_status, headers)
+
+
+def error_body(code: str, message: str) -> bytes:
+    """The bytes of :func:`tool_error`'s body."""
+    return json_bytes(wire(ErrorBody(error=code, message=message)))
+
+
+async def send_error(
+    send: Send, http_status: int, code: str, message: str, headers: Iterable[tuple[bytes, bytes]] = ()
+) -> None:
+    """:func:`tool_error`'s body sent on ``send`` as a whole response, with ``headers`` after its type
+    and length."""
+    body = error_body(code, message)
+    head = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers]
+    await send({"type": "http.response.start", "status": http_status, "headers": head})
+    await send({"type": "http.response.body", "body": body})
+
+
+def preflight_refused(refused: Iterable[str], headers: Mapping[str, str]) -> PlainTextResponse:
+    """A CORS preflight that asks what is not allowed (``origin``, ``method``...): text, as browsers
+    show it in their console, with the preflight's headers."""
+    return PlainTextResponse("Disallowed CORS " + ", ".join(refused), status_code=400, headers=headers)
 
 
 def bad_request(

@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from starlette.requests import ClientDisconnect
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from elicitation_gateway.settings import Settings
 
@@ -21,7 +20,7 @@ ACCESS_LOGGER = "uvicorn.access"
 _LEFT_OUT = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName", "color_message"}
 
 _request_started: ContextVar[float] = ContextVar("request_started")
-"""When the app received the request being served (``time.perf_counter()``): set by ``AccessTiming``."""
+"""When the app received the request being served (``time.perf_counter()``): set by ``note_request_start``."""
 
 UNFINISHED = "ASGI callable returned without completing response."
 """What uvicorn logs at ERROR when an app returns before its response's last chunk."""
@@ -62,21 +61,9 @@ def access_fields(record: logging.LogRecord) -> dict[str, Any]:
     return {"client": client, "method": method, "path": path, "http_version": http_version, "status": status}
 
 
-class AccessTiming:
-    """Notes when the app receives each request, for ``duration_ms`` on JSON access lines: the time
-    until the response's status line, which is when uvicorn logs it.
-
-    A layer around the app only while JSON access lines are written (``timing_wanted``); the default
-    text log and every level above ``info`` go without it.
-    """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            _request_started.set(time.perf_counter())  # each request is its own task: its own context
-        await self.app(scope, receive, send)
+def note_request_start() -> None:
+    """The app has received the request this task serves (``AccessTiming`` says so)."""
+    _request_started.set(time.perf_counter())  # each request is its own task: its own context
 
 
 class AccessDuration(logging.Filter):

@@ -50,7 +50,7 @@ import httptools
 from starlette.types import Scope
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from elicitation_gateway.encoding import dumps, to_utf8
+from elicitation_gateway.server.errors import error_body
 from elicitation_gateway.server.logs import route_of
 
 try:
@@ -338,7 +338,7 @@ class DeadlineProtocol(HttpToolsProtocol):
 
     def _answer(self, status: int, code: str, message: str) -> None:
         transport = self._connection
-        body = to_utf8(dumps({"error": code, "message": message}))
+        body = error_body(code, message)
         transport.write(
             b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
             b"connection: close\r\n\r\n%s" % (status, REASONS[status], len(body), body)

@@ -15,7 +15,6 @@ from starlette.types import ASGIApp
 from elicitation_gateway.gateway import Gateway
 from elicitation_gateway.server.app import create_app
 from elicitation_gateway.server.logs import (
-    AccessTiming,
     configure_logging,
     listening_line,
     quiet_dropped_clients,
@@ -23,6 +22,7 @@ from elicitation_gateway.server.logs import (
     timing_wanted,
 )
 from elicitation_gateway.server.mcp_endpoint import PATH as MCP_PATH
+from elicitation_gateway.server.middleware.access_timing import AccessTiming
 from elicitation_gateway.server.protocol import deadline_protocol
 from elicitation_gateway.server.security import warn_if_exposed
 from elicitation_gateway.settings import Settings

@@ -6,9 +6,10 @@ import pytest
 from pydantic import ValidationError
 
 from elicitation_gateway.server.app import create_app
-from elicitation_gateway.server.bridge import BridgedRoutes, Dispatch, Owner, owner
+from elicitation_gateway.server.bridge import BridgedRoutes, Owner, owner
 from elicitation_gateway.server.bridge.upstream import Upstream, forwarded_headers, returned_headers
-from elicitation_gateway.server.security import BrowserGuard
+from elicitation_gateway.server.middleware.browser_guard import BrowserGuard
+from elicitation_gateway.server.middleware.dispatch import Dispatch
 from elicitation_gateway.settings import Settings
 
 

@@ -1,5 +1,6 @@
-"""The pure rules of :mod:`elicitation_gateway.server.security` that keep hostile pages out: which
-hosts the gateway serves, which origin is its own, which bodies are JSON. Which routes take JSON, and
+"""The pure rules that keep hostile pages out (:mod:`elicitation_gateway.server.origins` and
+:mod:`elicitation_gateway.server.security`): which hosts the gateway serves, which origin is its own,
+which bodies are JSON. Which routes take JSON, and
 whose origin is checked, is the route table's (tests/unit/test_route_table.py)."""
 
 import pytest
@@ -7,17 +8,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from elicitation_gateway.server.routes.table import ROUTES
-from elicitation_gateway.server.security import (
+from elicitation_gateway.server.origins import (
     HOSTS_REMEMBERED,
     AllowedHosts,
-    BrowserGuard,
+    OriginPolicy,
     host_name,
     is_ip_literal,
-    is_json,
     origin_key,
     same_origin,
 )
+from elicitation_gateway.server.security import is_json
 from elicitation_gateway.settings import Settings
 
 
@@ -202,13 +202,13 @@ def test_no_origin_or_content_type_breaks_the_rules(origin, host):
 
 def test_hosts_are_remembered_within_a_bound():
     """The verdict per Host value is kept, but a stream of made-up hosts cannot grow it past its bound."""
-    control = BrowserGuard(lambda scope, receive, send: None, Settings(allowed_hosts=["gw.example"]), ROUTES)
+    policy = OriginPolicy(Settings(allowed_hosts=["gw.example"]))
     for index in range(3 * HOSTS_REMEMBERED):
-        assert not control._serves(f"rebound-{index}.example")
-        assert len(control._served) <= HOSTS_REMEMBERED
-    assert control._serves("gw.example:443")
-    assert control._serves("127.0.0.1:4096")
-    assert not control._serves("rebound-0.example")
+        assert not policy.serves(f"rebound-{index}.example")
+        assert len(policy._served) <= HOSTS_REMEMBERED
+    assert policy.serves("gw.example:443")
+    assert policy.serves("127.0.0.1:4096")
+    assert not policy.serves("rebound-0.example")
 
 
 @pytest.mark.parametrize(

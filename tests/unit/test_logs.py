@@ -21,7 +21,6 @@ from elicitation_gateway.server.logs import (
     UNFINISHED,
     AccessDuration,
     AccessPath,
-    AccessTiming,
     ClientGone,
     DeliberateEnds,
     JsonFormatter,
@@ -33,6 +32,7 @@ from elicitation_gateway.server.logs import (
     setup_line,
     timing_wanted,
 )
+from elicitation_gateway.server.middleware.access_timing import AccessTiming
 from elicitation_gateway.settings import Settings
 
 ACCESS_FORMAT = '%s - "%s %s HTTP/%s" %d'  # as uvicorn's HTTP protocols log each response

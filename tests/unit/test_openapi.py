@@ -13,6 +13,7 @@ from starlette.types import Receive, Scope, Send
 from elicitation_gateway.gateway import Gateway
 from elicitation_gateway.server.app import create_app
 from elicitation_gateway.server.bodies import FormField, QuestionForm
+from elicitation_gateway.server.middleware.access_control import AccessControl
 from elicitation_gateway.server.openapi import (
     REF,
     REQUEST_BODIES,
@@ -22,7 +23,7 @@ from elicitation_gateway.server.openapi import (
     openapi_document,
 )
 from elicitation_gateway.server.routes.table import ROUTES
-from elicitation_gateway.server.security import AccessControl, Role
+from elicitation_gateway.server.security import Role
 from tests.conftest import settings_for_tests
 from tests.helpers import form
 

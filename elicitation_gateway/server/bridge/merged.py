@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from elicitation_gateway import events
-from elicitation_gateway.encoding import JsonResponse, dumps
+from elicitation_gateway.encoding import dumps
 from elicitation_gateway.gateway import Gateway, TooManySubscribers, normalize_directory
 from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.server.bridge.frames import FrameSplitter, FrameTooLarge
@@ -31,6 +31,7 @@ from elicitation_gateway.server.bridge.upstream import (
     forwarded_headers,
     returned_headers,
 )
+from elicitation_gateway.server.errors import tool_error
 from elicitation_gateway.server.routes import questions, streams
 from elicitation_gateway.server.routes.parsing import directory_of
 from elicitation_gateway.server.sse import EventStreamResponse, backlog_chunks
@@ -144,13 +145,13 @@ async def _merged_stream(request: Request, frame_of: Callable[[events.Event], by
         # Before the upstream is asked: from here on, nothing the gateway publishes is missed.
         subscription = await gateway.subscribe(last_event_id)
     except TooManySubscribers as error:
-        return JsonResponse({"error": "too_many_subscribers", "message": str(error)}, status_code=429)
+        return tool_error(429, "too_many_subscribers", str(error))
     try:
         response = await _open_upstream_stream(upstream, request)
     except UpstreamError as error:
         gateway.unsubscribe(subscription)
         logger.warning("%s: %s", request.url.path, error.message)
-        return JsonResponse({"error": error.code, "message": error.message}, status_code=error.status)
+        return tool_error(error.status, error.code, error.message)
     except BaseException:
         gateway.unsubscribe(subscription)
         raise

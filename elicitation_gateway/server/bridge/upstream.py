@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Iterable
 import httpx
 from starlette.types import Receive, Scope, Send
 
-from elicitation_gateway.encoding import dumps, to_utf8
+from elicitation_gateway.server.errors import send_error
 
 logger = logging.getLogger(__name__)
 
@@ -49,22 +49,8 @@ class UpstreamError(Exception):
         self.code = code
         self.message = message
 
-    def body(self) -> bytes:
-        return to_utf8(dumps({"error": self.code, "message": self.message}))
-
     async def send(self, send: Send) -> None:
-        body = self.body()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": self.status,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await send_error(send, self.status, self.code, self.message)
 
 
 class ClientGone(Exception):

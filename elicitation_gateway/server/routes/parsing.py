@@ -9,15 +9,13 @@ from mcp.types import ElicitRequestFormParams
 from mcp_types.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, JSONRPCRequest
 from pydantic import ValidationError
 from starlette.requests import Request
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from elicitation_gateway import encoding
 from elicitation_gateway.conversion.schema import build_form
 from elicitation_gateway.gateway import AskOptions, Caller, printable_id, valid_session_id
 from elicitation_gateway.models import QuestionTool
 from elicitation_gateway.server.bodies import QuestionReply
-from elicitation_gateway.server.errors import PayloadError, ToolError, bad_request, tool_error
-from elicitation_gateway.server.security import RouteRules
+from elicitation_gateway.server.errors import PayloadError, ToolError
 
 
 class BodyTooLarge(Exception):
@@ -216,25 +214,3 @@ def _describe(error: ValidationError) -> str:
         where = ".".join(str(part) for part in item["loc"]) or "body"
         problems.append(f"{where}: {item['msg']}")
     return "invalid elicitation params: " + "; ".join(problems)
-
-
-class UrlTextCheck:
-    """Plain ASGI middleware: a path or query parameter that is not UTF-8 once percent-decoded is a
-    400 naming it, before any route reads it (Starlette would hand routes replacement characters)."""
-
-    def __init__(self, app: ASGIApp, routes: RouteRules) -> None:
-        self.app = app
-        self.routes = routes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            try:
-                encoding.check_url_text(scope.get("raw_path") or b"", scope.get("query_string", b""))
-            except encoding.InvalidText as error:
-                if self.routes.role_of(scope["path"]) == "tool":
-                    response = tool_error(400, "invalid_text", error.message)
-                else:
-                    response = bad_request(error.message, "Params")
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)

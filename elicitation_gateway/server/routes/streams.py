@@ -7,8 +7,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from elicitation_gateway import events
-from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.gateway import Gateway, TooManySubscribers, normalize_directory
+from elicitation_gateway.server.errors import tool_error
 from elicitation_gateway.server.routes.parsing import directory_of
 from elicitation_gateway.server.sse import EventStreamResponse, backlog_chunks
 
@@ -36,7 +36,7 @@ async def _stream(
         # subscription to close. StoreUnavailable becomes a 503, and the client retries.
         subscription = await gateway.subscribe(last_event_id)
     except TooManySubscribers as error:
-        return JsonResponse({"error": "too_many_subscribers", "message": str(error)}, status_code=429)
+        return tool_error(429, "too_many_subscribers", str(error))
 
     async def frames() -> AsyncGenerator[bytes, None]:
         metrics.events_sent.inc()

@@ -1,0 +1,15 @@
+"""The gateway's ASGI middleware, one layer a module, outermost first as ``create_app`` stacks them:
+
+- :mod:`.browser_guard`: the hosts served (``421``) and the origins a browser's change may come from
+  (``403``), before anything else (in bridge mode, before requests are forwarded to OpenCode);
+- in bridge mode, :mod:`.dispatch`: the gateway's requests on into the app, the rest to OpenCode;
+- :mod:`.cors`: what pages on other origins may read, and ``Vary: Origin`` on every response;
+- :mod:`.access_control`: the tool token, the answerer's password, JSON bodies only (``401``, ``415``);
+- :mod:`.url_text`: a path or query that is not UTF-8 once percent-decoded (``400``).
+
+:mod:`.access_timing` wraps the whole app while JSON access lines are written (``server/runner.py``).
+
+All plain ASGI: Starlette's ``BaseHTTPMiddleware`` misbehaves with streams. Every refusal they write
+comes from :mod:`elicitation_gateway.server.errors`; every origin they judge, from the one
+:class:`~elicitation_gateway.server.origins.OriginPolicy`.
+"""

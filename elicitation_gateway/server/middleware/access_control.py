@@ -1,0 +1,92 @@
+"""Credentials and body types, where the route table says they apply."""
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from elicitation_gateway.server.errors import bad_request, send_error, tool_error
+from elicitation_gateway.server.security import (
+    BASIC_REALM,
+    SHOWN,
+    Role,
+    RouteRules,
+    answerer_allowed,
+    is_json,
+    tool_allowed,
+)
+from elicitation_gateway.settings import Settings
+
+BASIC_CHALLENGE = BASIC_REALM.encode()
+
+
+class AccessControl:
+    """The tool token on the tool side, the answerer's password on the answerer side (``401``), and a
+    JSON ``Content-Type`` on the routes that take JSON (``415``). A preflight (``OPTIONS``) passes:
+    :class:`~.cors.Cors` has answered it."""
+
+    def __init__(self, app: ASGIApp, settings: Settings, routes: RouteRules) -> None:
+        self.app = app
+        self.routes = routes
+        self.tool_token = settings.tool_token.get_secret_value() if settings.tool_token else None
+        self.username = settings.answerer_username
+        self.password = settings.answerer_password.get_secret_value() if settings.answerer_password else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        method, path = scope["method"], scope["path"]
+        if method == "OPTIONS":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        role = self.routes.role_of(path)
+        if role == "tool" and self.tool_token is not None and not tool_allowed(headers, self.tool_token):
+            message = "this route needs the tool token: Authorization: Bearer <token>"
+            await send_error(send, 401, "unauthorized", message, [(b"www-authenticate", b"Bearer")])
+            return
+        if (
+            role == "answerer"
+            and self.password is not None
+            and not answerer_allowed(scope, headers, self.username, self.password)
+        ):
+            message = "this route needs the answerer's HTTP Basic credentials"
+            await send_error(send, 401, "unauthorized", message, [(b"www-authenticate", BASIC_CHALLENGE)])
+            return
+        rule = self.routes.body_rule(method, path)
+        if rule is not None and not is_json(content_type := headers.get("content-type", "")):
+            receive, empty = await _peek_empty(receive) if rule == "json_or_empty" else (receive, False)
+            if not empty:
+                await _unsupported(role, content_type)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+async def _peek_empty(receive: Receive) -> tuple[Receive, bool]:
+    """Whether the body is empty, reading no further than its first bytes; and a ``receive`` that
+    gives the route what was read."""
+    read: list[Message] = []
+    empty = True
+    while True:
+        message = await receive()
+        read.append(message)
+        if message["type"] != "http.request":
+            break
+        if message.get("body"):
+            empty = False
+            break
+        if not message.get("more_body", False):
+            break
+
+    async def replay() -> Message:
+        return read.pop(0) if read else await receive()
+
+    return replay, empty
+
+
+def _unsupported(role: Role, content_type: str) -> ASGIApp:
+    """``415`` in the shape of the route's other refusals: OpenCode's on the answerer side."""
+    given = f"Content-Type {content_type[:SHOWN]!r}" if content_type else "no Content-Type"
+    message = f"the body must be JSON, sent with Content-Type: application/json ({given} was sent)"
+    if role == "answerer":
+        return bad_request(message, "Payload", status=415)
+    return tool_error(415, "unsupported_media_type", message)

@@ -1,0 +1,53 @@
+"""The hosts the gateway serves and the origins a browser's change may come from."""
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from elicitation_gateway.server.errors import send_error
+from elicitation_gateway.server.origins import OriginPolicy
+from elicitation_gateway.server.security import SHOWN, RouteRules
+
+
+class BrowserGuard:
+    """The hosts the gateway serves (421 otherwise) and the origins a browser's change may come from
+    (403 otherwise), for every request. The outermost layer but tracing: in bridge mode the requests it
+    forwards to OpenCode are checked too."""
+
+    def __init__(self, app: ASGIApp, policy: OriginPolicy, routes: RouteRules) -> None:
+        self.app = app
+        self.policy = policy
+        self.routes = routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        host = None
+        for name, value in scope["headers"]:
+            if name == b"host":
+                host = value.decode("latin-1")
+                break
+        if host is not None and not self.policy.serves(host):
+            await send_error(send, 421, "host_not_allowed", _foreign_host(host))
+            return
+        method = scope["method"]
+        if method != "OPTIONS" and self.routes.origin_checked(method, scope["path"]):
+            foreign = self.policy.foreign_origin(Headers(scope=scope))
+            if foreign is not None:
+                await send_error(send, 403, "cross_origin", _cross_origin(foreign))
+                return
+        await self.app(scope, receive, send)
+
+
+def _foreign_host(host: str) -> str:
+    return (
+        f"this gateway does not serve the host {host[:SHOWN]!r}: it answers to localhost, IP addresses "
+        "and the names in GATEWAY_ALLOWED_HOSTS (set it to the name clients use, e.g. behind a proxy)"
+    )
+
+
+def _cross_origin(origin: str) -> str:
+    return (
+        f"a page on {origin[:SHOWN]!r} may not change anything here: only the gateway's own page, local "
+        "pages (localhost, 127.0.0.1, [::1]) and the origins in GATEWAY_CORS_ORIGINS may"
+    )
