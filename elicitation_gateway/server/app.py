@@ -17,9 +17,10 @@ from starlette.responses import Response
 
 from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.gateway import Gateway
-from elicitation_gateway.server.logs import CLIENT_GONE, hide_access_queries, route_of
+from elicitation_gateway.server.logs import CLIENT_GONE, hide_access_queries
 from elicitation_gateway.server.mcp_endpoint import McpEndpoint
 from elicitation_gateway.server.openapi import openapi_document
+from elicitation_gateway.server.protocol import route_of
 from elicitation_gateway.server.routes.parsing import UrlTextCheck
 from elicitation_gateway.server.routes.table import ROUTES
 from elicitation_gateway.server.security import AccessControl, BrowserGuard

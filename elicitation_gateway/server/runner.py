@@ -23,8 +23,8 @@ from elicitation_gateway.server.logs import (
     timing_wanted,
 )
 from elicitation_gateway.server.mcp_endpoint import PATH as MCP_PATH
-from elicitation_gateway.server.protocol import deadline_protocol
 from elicitation_gateway.server.security import warn_if_exposed
+from elicitation_gateway.server.uvicorn_internals import check_uvicorn, deadline_protocol
 from elicitation_gateway.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -133,7 +133,10 @@ def listening_socket(host: str, port: int) -> socket.socket:
 
 
 def serve(settings: Settings) -> None:
-    """Serve until stopped; raises :class:`AddressUnusable` before start-up when the address is."""
+    """Serve until stopped; raises :class:`AddressUnusable` before start-up when the address is, and
+    :class:`~.uvicorn_internals.UvicornMismatch` when the installed uvicorn is not what the gateway
+    relies on."""
+    check_uvicorn()
     listener = listening_socket(settings.host, settings.port)
     log_config = configure_logging(settings)
     warn_if_exposed(settings)

@@ -25,8 +25,8 @@ from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mappin
 
 from starlette.types import Receive, Scope, Send
 
-from elicitation_gateway.server.logs import end_unfinished_on_purpose, route_of
-from elicitation_gateway.server.protocol import limit_send_buffer
+from elicitation_gateway.server.protocol import limit_send_buffer, route_of
+from elicitation_gateway.server.uvicorn_internals import end_unfinished_on_purpose
 
 logger = logging.getLogger(__name__)
 
@@ -120,8 +120,8 @@ class EventStreamResponse:
         except asyncio.CancelledError:
             if not self._stalled or writer.uncancel():
                 raise
-            # Dropped for stalling: ending without the closing chunk makes uvicorn close the socket
-            # (and the server's read deadline reset it, if the client still takes nothing).
+            # Dropped for stalling: ended without the closing chunk on purpose, so the server closes
+            # the connection (and its read deadline resets it, if the client still takes nothing).
             logger.info(
                 "dropped a subscriber that left one write unread for %g s: %s",
                 self._send_timeout,
