@@ -716,10 +716,16 @@ async def _probe(base: type) -> None:
         if scope["path"] == "/whole":
             seen["extensions"] = scope.get("extensions")
             seen["headers"] = list(scope["headers"])
-            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
-            seen["complete_before"] = protocol.cycle.response_complete
-            await send({"type": "http.response.body", "body": b"ok", "more_body": False})
-            seen["complete_after"] = protocol.cycle.response_complete
+            try:
+                await send(
+                    {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]}
+                )
+                seen["complete_before"] = protocol.cycle.response_complete
+                await send({"type": "http.response.body", "body": b"ok", "more_body": False})
+                seen["complete_after"] = protocol.cycle.response_complete
+            except Exception as error:
+                seen["failed"] = f"{type(error).__name__}: {error}"
+                raise
         else:
             await send({"type": "http.response.start", "status": 200, "headers": []})
             await send({"type": "http.response.body", "body": b"x", "more_body": True})
@@ -749,11 +755,17 @@ async def _probe(base: type) -> None:
         with _stage("parser"):
             if seen.get("version") != "1.1":
                 raise UvicornMismatch("parser", f"an HTTP/1.1 request's version read {seen.get('version')!r}")
+        if "headers" not in seen:
+            raise UvicornMismatch(
+                "scope", f"the request never reached the app (it wrote {transport.written[:40]!r})"
+            )
         if not isinstance(seen.get("extensions"), dict) or MARK not in seen["extensions"]:
             raise UvicornMismatch("scope", "the app's scope is not the one on_message_begin made")
         headers = seen["headers"]
         if (b"x-probe", b"given") not in headers or (b"x-added", b"added") not in headers:
             raise UvicornMismatch("headers", f"the app was given {headers!r}")
+        if "failed" in seen:
+            raise UvicornMismatch("cycle", f"answering a request failed: {seen['failed']}")
         if (seen.get("complete_before"), seen.get("complete_after")) != (False, True):
             raise UvicornMismatch(
                 "cycle",
