@@ -1,7 +1,7 @@
 """Everything the gateway assumes of uvicorn beyond its public surface (``uvicorn.Config``,
 ``uvicorn.Server``, its logger names), in one place, each assumption checked at start-up.
 
-uvicorn documents how to run it, not its insides; the gateway reaches into three of them:
+uvicorn documents how to run it, not its insides; the gateway reaches into four of them:
 
 - its HTTP protocol (``HttpToolsProtocol``, a private module), subclassed as :class:`DeadlineProtocol`:
   deadlines for slow clients, limits on a request's head, RFC 9112's ``Host`` rules, and the
@@ -10,13 +10,16 @@ uvicorn documents how to run it, not its insides; the gateway reaches into three
   did so on purpose (:class:`DeliberateEnds`), and the shape of its access records, which the log
   format reads and from which the query string is removed (:func:`access_parts`);
 - what it does when an app returns before its response's last chunk: it closes the connection,
-  which is how an event stream drops a client that stopped reading (:func:`end_unfinished_on_purpose`).
+  which is how an event stream drops a client that stopped reading (:func:`end_unfinished_on_purpose`);
+- its server's signal handling and start-up, where the gateway finishes questions before stopping
+  and says where it listens (:class:`StoppableServer`).
 
 ``ASSUMPTIONS`` names each thing relied on; :func:`check_uvicorn` verifies every one against the
 installed uvicorn, its methods by their signatures and the rest by serving requests on one of its
-protocols over a recorded transport, and raises :class:`UvicornMismatch` naming the first that does
-not hold. ``elicitation-gateway serve`` exits with that message before it starts; pyproject.toml
-allows only the uvicorn minor these were checked against.
+protocols over a recorded transport and starting one of its servers on a loopback socket, and
+raises :class:`UvicornMismatch` naming the first that does not hold. ``elicitation-gateway serve``
+exits with that message before it starts; pyproject.toml allows only the uvicorn minor these were
+checked against.
 
 The protocol's limits and deadlines
 -----------------------------------
@@ -61,10 +64,12 @@ import concurrent.futures
 import functools
 import inspect
 import logging
+import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any
 
 import httptools
@@ -121,7 +126,8 @@ ASSUMPTIONS = (
     ),
     Assumption(
         "constructor",
-        "uvicorn makes its protocol as cls(config=, server_state=, app_state=) (uvicorn.server.ServerState)",
+        "uvicorn makes the protocol class given as Config(http=...) itself, as cls(config=, server_state=, "
+        "app_state=): a subclass needs no constructor of its own",
     ),
     Assumption(
         "loggers",
@@ -152,8 +158,9 @@ ASSUMPTIONS = (
         "on_response_complete is called once each response's last chunk is sent",
     ),
     Assumption(
-        "bad_request",
-        "a request httptools cannot parse is answered 400 and its transport closed within data_received",
+        "access_record",
+        f"{ACCESS_LOGGER} logs each response as one INFO record whose arguments are (client, method, "
+        "path with its query string, HTTP version, status)",
     ),
     Assumption(
         "unfinished_closes",
@@ -165,9 +172,13 @@ ASSUMPTIONS = (
         "request's own task",
     ),
     Assumption(
-        "access_record",
-        f"{ACCESS_LOGGER} logs each response as one INFO record whose arguments are (client, method, "
-        "path with its query string, HTTP version, status)",
+        "bad_request",
+        "a request httptools cannot parse is answered 400 and its transport closed within data_received",
+    ),
+    Assumption(
+        "server",
+        "uvicorn.Server's signal handler is its handle_exit(sig, frame), which sets `should_exit` (false "
+        "until then) to stop in order; startup(sockets) serves them, its asyncio servers then in `servers`",
     ),
 )
 """Each thing relied on, by name, in the order :func:`check_uvicorn` verifies them."""
@@ -571,22 +582,31 @@ def deadline_protocol(
 # The start-up check
 
 
-def check_uvicorn(protocol_class: type | None = None) -> None:
-    """Verify every one of ``ASSUMPTIONS`` against ``protocol_class`` (uvicorn's own by default, checked
-    once a process); raise :class:`UvicornMismatch` naming the first that does not hold."""
-    if protocol_class is None:
+def check_uvicorn(protocol_class: type | None = None, server_class: type | None = None) -> None:
+    """Verify every one of ``ASSUMPTIONS`` against uvicorn's protocol and server classes, or those
+    given instead (uvicorn's own are checked once a process); raise :class:`UvicornMismatch` naming the
+    first that does not hold."""
+    if protocol_class is None and server_class is None:
         _check_installed()
         return
+    protocol_class = protocol_class or HttpToolsProtocol
+    server_class = server_class or uvicorn.Server
     _check_hooks(protocol_class)
     _check_constructor(protocol_class)
+    _check_server_methods(server_class)
+
+    async def both() -> None:
+        await _probe(protocol_class)
+        await _probe_server(server_class)
+
     # Served on a loop of its own, in a thread of its own: the caller may be running a loop.
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="uvicorn-check") as pool:
-        pool.submit(asyncio.run, _probe(protocol_class)).result(timeout=10)
+        pool.submit(asyncio.run, both()).result(timeout=10)
 
 
 @functools.cache
 def _check_installed() -> None:
-    check_uvicorn(HttpToolsProtocol)
+    check_uvicorn(HttpToolsProtocol, uvicorn.Server)
 
 
 def _check_hooks(protocol_class: type) -> None:
@@ -605,6 +625,26 @@ def _check_constructor(protocol_class: type) -> None:
     missing = [name for name in ("config", "server_state", "app_state") if name not in params]
     if missing:
         raise UvicornMismatch("constructor", f"its __init__ takes no {', '.join(missing)}")
+
+
+SERVER_METHODS = {"handle_exit": ("sig", "frame"), "startup": ("sockets",)}
+"""The methods of uvicorn's Server that :class:`StoppableServer` overrides, with their parameters."""
+
+
+def _check_server_methods(server_class: type) -> None:
+    """By what each may be called with: sse-starlette (under the ``mcp`` SDK) puts a wrapper of its
+    own, taking any arguments, in place of uvicorn's handle_exit."""
+    for name, params in SERVER_METHODS.items():
+        method = inspect.getattr_static(server_class, name, None)
+        if not callable(method):
+            raise UvicornMismatch("server", f"{server_class.__name__} defines no {name}")
+        try:
+            inspect.signature(method).bind(None, *params)
+        except TypeError:
+            found = tuple(inspect.signature(method).parameters)[1:]
+            raise UvicornMismatch(
+                "server", f"{name} takes ({', '.join(found)}), not ({', '.join(params)})"
+            ) from None
 
 
 @contextmanager
@@ -811,3 +851,72 @@ async def _probe(base: type) -> None:
         other.connection_lost(None)
     if not refused.written.startswith(b"HTTP/1.1 400 ") or not closed_within:
         raise UvicornMismatch("bad_request", f"it wrote {refused.written[:40]!r} and left it open")
+
+
+async def _probe_server(server_class: type) -> None:
+    """Start a server of ``server_class`` on a loopback socket (without an app's lifespan), see it
+    serve that socket, and close it. It is not signalled: sse-starlette's handle_exit would also end
+    every stream of the process."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        pass
+
+    config = uvicorn.Config(app, log_config=None, log_level=None, lifespan="off")
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server: Any = None
+    try:
+        with _stage("server"):
+            listener.bind(("127.0.0.1", 0))
+            config.load()
+            server = server_class(config)
+            if getattr(server, "should_exit", None) is not False:
+                found = getattr(server, "should_exit", "missing")
+                raise UvicornMismatch("server", f"a new server's should_exit is {found!r}")
+            server.lifespan = config.lifespan_class(config)  # as uvicorn's serve makes it
+            await server.startup(sockets=[listener])
+            served = [bound.getsockname() for each in server.servers for bound in each.sockets]
+            if listener.getsockname() not in served:
+                raise UvicornMismatch("server", f"its servers listen on {served!r}")
+    finally:
+        for each in getattr(server, "servers", None) or []:
+            each.close()
+        listener.close()
+
+
+# ---------------------------------------------------------------------------------------------------
+# The server
+
+
+class StoppableServer(uvicorn.Server):
+    """uvicorn's Server, with the moments the gateway acts on as methods of its own (see ``server`` in
+    ``ASSUMPTIONS``):
+
+    - :meth:`on_stop_signal` when SIGINT or SIGTERM arrives (by default, :meth:`stop`);
+    - :meth:`stop`: stop as uvicorn does on that signal (in order; at once, a second time);
+    - :attr:`stopping`: whether it is stopping;
+    - :meth:`on_starting`, on the server's loop, then :meth:`on_listening` with the addresses served.
+    """
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.on_stop_signal(sig, frame)
+
+    def on_stop_signal(self, sig: int, frame: FrameType | None) -> None:
+        self.stop(sig, frame)
+
+    def stop(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+
+    @property
+    def stopping(self) -> bool:
+        return self.should_exit
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        self.on_starting()
+        await super().startup(sockets)
+        self.on_listening([bound.getsockname() for each in self.servers for bound in each.sockets])
+
+    def on_starting(self) -> None:
+        pass
+
+    def on_listening(self, addresses: list[Any]) -> None:
+        pass

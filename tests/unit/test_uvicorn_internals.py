@@ -7,6 +7,8 @@ import asyncio
 import contextvars
 import logging
 import os
+import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -15,6 +17,7 @@ from typing import Any
 
 import httptools
 import pytest
+import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from elicitation_gateway.server import uvicorn_internals
@@ -32,6 +35,12 @@ ROOT = Path(__file__).resolve().parents[2]
 def refused(stand_in: type) -> UvicornMismatch:
     with pytest.raises(UvicornMismatch) as caught:
         check_uvicorn(stand_in)
+    return caught.value
+
+
+def refused_server(stand_in: type) -> UvicornMismatch:
+    with pytest.raises(UvicornMismatch) as caught:
+        check_uvicorn(server_class=stand_in)
     return caught.value
 
 
@@ -302,6 +311,85 @@ def test_the_probe_leaves_the_real_loggers_alone(caplog):
     caplog.set_level(logging.DEBUG)
     check_uvicorn(HttpToolsProtocol)
     assert [record for record in caplog.records if record.name.startswith("uvicorn")] == []
+
+
+# ---------------------------------------------------------------------------------------------------
+# server: the signal handler and start-up the gateway's server hooks into
+
+
+def test_a_server_whose_signal_handler_takes_other_parameters_is_refused():
+    class StandIn(uvicorn.Server):
+        def handle_exit(self, sig: int) -> None:
+            super().handle_exit(sig, None)
+
+    error = refused_server(StandIn)
+    assert error.assumption.name == "server"
+    assert "handle_exit takes (sig), not (sig, frame)" in str(error)
+
+
+def test_a_server_that_says_it_stops_otherwise_is_refused():
+    class StandIn(uvicorn.Server):
+        def __init__(self, config: uvicorn.Config) -> None:
+            super().__init__(config)
+            del self.should_exit
+            self.exit_requested = False
+
+    error = refused_server(StandIn)
+    assert error.assumption.name == "server"
+    assert "should_exit is 'missing'" in str(error)
+
+
+def test_a_server_that_keeps_its_listeners_elsewhere_is_refused():
+    class StandIn(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            self.listeners, self.servers = self.servers, []
+
+        def close_listeners(self) -> None:
+            for each in self.listeners:
+                each.close()
+
+    error = refused_server(StandIn)
+    assert error.assumption.name == "server"
+    assert "its servers listen on []" in str(error)
+
+
+async def test_the_gateways_server_hooks_are_called_as_uvicorn_starts_and_stops():
+    calls: list[Any] = []
+
+    class Hooked(uvicorn_internals.StoppableServer):
+        def on_stop_signal(self, sig: int, frame: Any) -> None:
+            calls.append(("signal", sig))
+            super().on_stop_signal(sig, frame)
+
+        def on_starting(self) -> None:
+            calls.append(("starting",))
+
+        def on_listening(self, addresses: list[Any]) -> None:
+            calls.append(("listening", addresses))
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        pass
+
+    config = uvicorn.Config(app, lifespan="off", log_config=None)
+    config.load()
+    server = Hooked(config)
+    server.lifespan = config.lifespan_class(config)  # as uvicorn's serve makes it
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        await server.startup(sockets=[listener])  # serve() would raise the signal again on leaving
+        try:
+            assert not server.stopping
+            server.handle_exit(signal.SIGTERM, None)  # as uvicorn's signal handler calls it
+            assert calls == [
+                ("starting",),
+                ("listening", [listener.getsockname()]),
+                ("signal", signal.SIGTERM),
+            ]
+            assert server.stopping
+        finally:
+            for each in server.servers:
+                each.close()
 
 
 # ---------------------------------------------------------------------------------------------------
