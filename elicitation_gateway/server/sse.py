@@ -33,7 +33,8 @@ logger = logging.getLogger(__name__)
 PIECE = 16 * 1024
 """The most one ``send`` writes of a frame."""
 HIGH_WATER = 64 * 1024
-"""The transport's high-water mark (asyncio's and uvloop's default): uvicorn waits below it to write."""
+"""The transport's high-water mark (asyncio's and uvloop's default): uvicorn waits below it to write
+(``flow`` in :data:`~.uvicorn_internals.ASSUMPTIONS`, checked at start-up)."""
 PROCESS_SHARE = HIGH_WATER + PIECE
 """The most a stream's transport holds unsent in the process."""
 KERNEL_LEAST = 32 * 1024

@@ -163,6 +163,11 @@ ASSUMPTIONS = (
         "path with its query string, HTTP version, status)",
     ),
     Assumption(
+        "flow",
+        "an app's send waits while the transport has paused the protocol's writing (pause_writing), "
+        "until resume_writing: an event stream holds at most the high-water mark unsent",
+    ),
+    Assumption(
         "unfinished_closes",
         "when an app returns before its response's last chunk, uvicorn closes the connection",
     ),
@@ -766,6 +771,13 @@ async def _probe(base: type) -> None:
             except Exception as error:
                 seen["failed"] = f"{type(error).__name__}: {error}"
                 raise
+        elif scope["path"] == "/paced":
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+            protocol.pause_writing()  # as the transport does past its high-water mark
+            seen["paused"] = True
+            await send({"type": "http.response.body", "body": b"o", "more_body": True})
+            seen["sent_once_resumed"] = seen.get("resumed", False)
+            await send({"type": "http.response.body", "body": b"k", "more_body": False})
         else:
             await send({"type": "http.response.start", "status": 200, "headers": []})
             await send({"type": "http.response.body", "body": b"x", "more_body": True})
@@ -826,6 +838,17 @@ async def _probe(base: type) -> None:
                 raise UvicornMismatch("access_record", f"at {accesses.records[0][0].levelname}")
         if errors.records:
             raise UvicornMismatch("unfinished_logged", f"it logged {errors.records[0][0].getMessage()!r}")
+
+        with _stage("flow"):
+            protocol.data_received(b"GET /paced HTTP/1.1\r\nHost: probe\r\n\r\n")
+            await _settle(lambda: "paused" in seen)
+            await _settle(lambda: "sent_once_resumed" in seen)  # time to send, were it not held
+            seen["resumed"] = True
+            protocol.resume_writing()
+            await _settle(lambda: "sent_once_resumed" in seen)
+        if seen.get("sent_once_resumed") is not True:
+            held = "went through while writing was paused" if "sent_once_resumed" in seen else "never went"
+            raise UvicornMismatch("flow", f"a send {held}")
 
         with _stage("unfinished_closes"):
             protocol.data_received(b"GET /unfinished HTTP/1.1\r\nHost: probe\r\n\r\n")

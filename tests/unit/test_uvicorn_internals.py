@@ -223,6 +223,16 @@ def test_a_protocol_that_keeps_an_unparsable_connection_open_is_refused():
     assert "left it open" in str(error)
 
 
+def test_a_protocol_whose_sends_do_not_wait_while_writing_is_paused_is_refused():
+    class StandIn(HttpToolsProtocol):
+        def pause_writing(self) -> None:
+            pass  # the transport's buffer would grow without bound
+
+    error = refused(StandIn)
+    assert error.assumption.name == "flow"
+    assert "went through while writing was paused" in str(error)
+
+
 class Unclosable:
     """A transport whose ``close`` does nothing, for the request's cycle only."""
 
