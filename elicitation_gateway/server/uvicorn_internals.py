@@ -878,8 +878,8 @@ async def _probe(base: type) -> None:
 
 async def _probe_server(server_class: type) -> None:
     """Start a server of ``server_class`` on a loopback socket (without an app's lifespan), see it
-    serve that socket, and close it. It is not signalled: sse-starlette's handle_exit would also end
-    every stream of the process."""
+    serve that socket, and close it. It is not signalled: sse-starlette's wrapper of handle_exit would
+    also end every stream of the process (tests/unit/test_uvicorn_internals.py signals one)."""
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         pass
