@@ -18,7 +18,7 @@ from starlette.responses import Response
 from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.gateway import Gateway
 from elicitation_gateway.server.errors import tool_error
-from elicitation_gateway.server.logs import CLIENT_GONE, hide_access_queries, route_of
+from elicitation_gateway.server.logs import CLIENT_GONE, hide_access_queries
 from elicitation_gateway.server.mcp_endpoint import McpEndpoint
 from elicitation_gateway.server.middleware.access_control import AccessControl
 from elicitation_gateway.server.middleware.browser_guard import BrowserGuard
@@ -26,6 +26,7 @@ from elicitation_gateway.server.middleware.cors import Cors
 from elicitation_gateway.server.middleware.url_text import UrlTextCheck
 from elicitation_gateway.server.openapi import openapi_document
 from elicitation_gateway.server.origins import OriginPolicy
+from elicitation_gateway.server.protocol import route_of
 from elicitation_gateway.server.routes.table import ROUTES
 from elicitation_gateway.server.tracing import tracing_middleware
 from elicitation_gateway.settings import Settings

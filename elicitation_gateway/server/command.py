@@ -80,10 +80,11 @@ def main(argv: list[str]) -> int:
             return 2
 
     from elicitation_gateway.server.runner import AddressUnusable, serve  # here: keeps --help fast
+    from elicitation_gateway.server.uvicorn_internals import UvicornMismatch
 
     try:
         serve(settings)
-    except AddressUnusable as error:
+    except (AddressUnusable, UvicornMismatch) as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return 1
     return 0

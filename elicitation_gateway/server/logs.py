@@ -4,16 +4,20 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Mapping
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
 from starlette.requests import ClientDisconnect
 
+from elicitation_gateway.server.uvicorn_internals import (
+    ACCESS_LOGGER,
+    ERROR_LOGGER,
+    DeliberateEnds,
+    access_parts,
+    set_access_path,
+)
 from elicitation_gateway.settings import Settings
-
-ACCESS_LOGGER = "uvicorn.access"
 
 # Attributes every LogRecord has; anything else was passed with ``extra=`` and belongs in the JSON.
 # uvicorn's ``color_message`` is its message again with terminal colour escapes: never for a collector.
@@ -21,11 +25,6 @@ _LEFT_OUT = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskN
 
 _request_started: ContextVar[float] = ContextVar("request_started")
 """When the app received the request being served (``time.perf_counter()``): set by ``note_request_start``."""
-
-UNFINISHED = "ASGI callable returned without completing response."
-"""What uvicorn logs at ERROR when an app returns before its response's last chunk."""
-
-_unfinished_on_purpose: ContextVar[bool] = ContextVar("unfinished_on_purpose", default=False)
 
 
 class JsonFormatter(logging.Formatter):
@@ -53,12 +52,9 @@ class JsonFormatter(logging.Formatter):
 
 
 def access_fields(record: logging.LogRecord) -> dict[str, Any]:
-    """The parts of one of uvicorn's access lines, which it logs as
-    ``'%s - "%s %s HTTP/%s" %d' % (client, method, path, http_version, status)``."""
-    if not isinstance(record.args, tuple) or len(record.args) != 5:
-        return {}  # not the access line this knows: its message alone says it
-    client, method, path, http_version, status = record.args
-    return {"client": client, "method": method, "path": path, "http_version": http_version, "status": status}
+    """The parts of one of uvicorn's access lines (``client``, ``method``, ``path``, ``http_version``,
+    ``status``); none for a record of another shape, which its message alone says."""
+    return access_parts(record) or {}
 
 
 def note_request_start() -> None:
@@ -78,31 +74,8 @@ class AccessDuration(logging.Filter):
         return True
 
 
-def end_unfinished_on_purpose() -> None:
-    """Say that the response being served ends without its last chunk on purpose, and has logged why:
-    uvicorn's ERROR line for it (``UNFINISHED``) is then left out. Only the request's own task sees it."""
-    _unfinished_on_purpose.set(True)
-
-
-class DeliberateEnds(logging.Filter):
-    """On ``uvicorn.error``: leaves out ``UNFINISHED`` for a response that said it ends so on purpose
-    (uvicorn logs it in the request's task, which set the mark). Every other record passes."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.msg == UNFINISHED and _unfinished_on_purpose.get())
-
-
 CLIENT_GONE = "client disconnected before its request was read: %s"
 """The one line for a client that left mid-request, with its ``route_of``."""
-
-
-def route_of(scope: Mapping[str, Any]) -> str:
-    """``METHOD /path`` of a request, for a log line: the path as the client sent it, percent-encoded,
-    so that no line break reaches the log to forge a line; never the query string, which may hold an
-    ``auth_token``."""
-    raw = scope.get("raw_path")
-    path = raw.decode("ascii", "backslashreplace") if isinstance(raw, bytes) else ascii(scope.get("path"))
-    return f"{scope.get('method')} {path}"
 
 
 class ClientGone(logging.Filter):
@@ -126,14 +99,12 @@ class ClientGone(logging.Filter):
 class AccessPath(logging.Filter):
     """On uvicorn's access logger: its line names the path without the query string, which may hold
     the answerer's password (``?auth_token=``, for browsers' EventSource) and whatever credentials the
-    upstream takes in bridge mode. uvicorn writes the path with the query (its
-    ``get_path_with_query_string``); the path it starts with is percent-encoded, so its first ``?``
-    is where the query begins."""
+    upstream takes in bridge mode. uvicorn writes the path with the query; the path it starts with is
+    percent-encoded, so its first ``?`` is where the query begins."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, tuple) and len(record.args) == 5 and isinstance(record.args[2], str):
-            client, method, path, http_version, status = record.args
-            record.args = (client, method, path.partition("?")[0], http_version, status)
+        if (parts := access_parts(record)) is not None:
+            set_access_path(record, parts["path"].partition("?")[0])
         return True
 
 
@@ -145,7 +116,7 @@ def hide_access_queries() -> None:
 def quiet_dropped_clients(mcp_path: str = "/mcp") -> None:
     """Put the filters that keep a dropped client to one INFO line on uvicorn's error logger and the
     MCP SDK's (once each)."""
-    _add_once(logging.getLogger("uvicorn.error"), DeliberateEnds())
+    _add_once(logging.getLogger(ERROR_LOGGER), DeliberateEnds())
     _add_once(logging.getLogger("mcp.server.streamable_http"), ClientGone(mcp_path))
 
 
@@ -179,8 +150,8 @@ def configure_logging(settings: Settings) -> dict:
         "disable_existing_loggers": False,
         "loggers": {
             "uvicorn": {"level": settings.log_level.upper()},
-            "uvicorn.error": {"level": settings.log_level.upper()},
-            "uvicorn.access": {"level": settings.log_level.upper()},
+            ERROR_LOGGER: {"level": settings.log_level.upper()},
+            ACCESS_LOGGER: {"level": settings.log_level.upper()},
         },
     }
 

@@ -23,14 +23,14 @@ from elicitation_gateway.server.logs import (
 )
 from elicitation_gateway.server.mcp_endpoint import PATH as MCP_PATH
 from elicitation_gateway.server.middleware.access_timing import AccessTiming
-from elicitation_gateway.server.protocol import deadline_protocol
 from elicitation_gateway.server.security import warn_if_exposed
+from elicitation_gateway.server.uvicorn_internals import StoppableServer, check_uvicorn, deadline_protocol
 from elicitation_gateway.settings import Settings
 
 logger = logging.getLogger(__name__)
 
 
-class GatewayServer(uvicorn.Server):
+class GatewayServer(StoppableServer):
     """On SIGINT/SIGTERM, finish pending questions (tools get ``cancel``, answerers see
     ``question.rejected``) and end the event streams, then let uvicorn stop. A second signal stops
     at once."""
@@ -42,9 +42,9 @@ class GatewayServer(uvicorn.Server):
         self._draining = False
         self._drain_task: asyncio.Task[None] | None = None
 
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        if self._draining or self.should_exit or self._loop is None:
-            super().handle_exit(sig, frame)
+    def on_stop_signal(self, sig: int, frame: FrameType | None) -> None:
+        if self._draining or self.stopping or self._loop is None:
+            self.stop(sig, frame)
             return
         self._draining = True
         # A signal handler may run between two steps of the loop: hand the drain to the loop itself.
@@ -60,17 +60,16 @@ class GatewayServer(uvicorn.Server):
         except TimeoutError:
             logger.warning("shutdown grace period ended with work left")
         finally:
-            super().handle_exit(sig, frame)
+            self.stop(sig, frame)
 
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+    def on_starting(self) -> None:
         self._loop = asyncio.get_running_loop()
-        await super().startup(sockets)
-        for server in self.servers:
-            for listener in server.sockets:
-                host, port = listener.getsockname()[:2]
-                shown = f"[{host}]" if ":" in host else host
-                # Printed whatever the log level: it is how scripts know the address (with --port 0).
-                print(listening_line(self.gateway.settings, f"http://{shown}:{port}"), flush=True)
+
+    def on_listening(self, addresses: list[Any]) -> None:
+        for host, port, *_ in addresses:
+            shown = f"[{host}]" if ":" in host else host
+            # Printed whatever the log level: it is how scripts know the address (with --port 0).
+            print(listening_line(self.gateway.settings, f"http://{shown}:{port}"), flush=True)
 
 
 def uvicorn_config(app: ASGIApp, settings: Settings, **options: Any) -> uvicorn.Config:
@@ -133,7 +132,10 @@ def listening_socket(host: str, port: int) -> socket.socket:
 
 
 def serve(settings: Settings) -> None:
-    """Serve until stopped; raises :class:`AddressUnusable` before start-up when the address is."""
+    """Serve until stopped; raises :class:`AddressUnusable` before start-up when the address is, and
+    :class:`~.uvicorn_internals.UvicornMismatch` when the installed uvicorn is not what the gateway
+    relies on."""
+    check_uvicorn()
     listener = listening_socket(settings.host, settings.port)
     log_config = configure_logging(settings)
     warn_if_exposed(settings)

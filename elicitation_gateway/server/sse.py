@@ -25,15 +25,16 @@ from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mappin
 
 from starlette.types import Receive, Scope, Send
 
-from elicitation_gateway.server.logs import end_unfinished_on_purpose, route_of
-from elicitation_gateway.server.protocol import limit_send_buffer
+from elicitation_gateway.server.protocol import limit_send_buffer, route_of
+from elicitation_gateway.server.uvicorn_internals import end_unfinished_on_purpose
 
 logger = logging.getLogger(__name__)
 
 PIECE = 16 * 1024
 """The most one ``send`` writes of a frame."""
 HIGH_WATER = 64 * 1024
-"""The transport's high-water mark (asyncio's and uvloop's default): uvicorn waits below it to write."""
+"""The transport's high-water mark (asyncio's and uvloop's default): uvicorn waits below it to write
+(``flow`` in :data:`~.uvicorn_internals.ASSUMPTIONS`, checked at start-up)."""
 PROCESS_SHARE = HIGH_WATER + PIECE
 """The most a stream's transport holds unsent in the process."""
 KERNEL_LEAST = 32 * 1024
@@ -120,8 +121,8 @@ class EventStreamResponse:
         except asyncio.CancelledError:
             if not self._stalled or writer.uncancel():
                 raise
-            # Dropped for stalling: ending without the closing chunk makes uvicorn close the socket
-            # (and the server's read deadline reset it, if the client still takes nothing).
+            # Dropped for stalling: ended without the closing chunk on purpose, so the server closes
+            # the connection (and its read deadline resets it, if the client still takes nothing).
             logger.info(
                 "dropped a subscriber that left one write unread for %g s: %s",
                 self._send_timeout,

@@ -115,7 +115,7 @@ def test_round_trips_are_measured_beside_the_baseline(quick_run):
     trips = results["round_trips"]
     assert trips["server"]["loop"] == "uvloop.Loop"
     # uvicorn's httptools protocol, with the gateway's deadlines for slow clients
-    assert trips["server"]["http"] == "elicitation_gateway.server.protocol.DeadlineProtocol"
+    assert trips["server"]["http"] == "elicitation_gateway.server.uvicorn_internals.DeadlineProtocol"
     assert [row["concurrency"] for row in trips["runs"]] == [1, 4]
     for row in trips["runs"]:
         gateway, baseline = row["gateway"], row["baseline"]

@@ -2,7 +2,6 @@
 
 import asyncio
 import contextvars
-import inspect
 import io
 import json
 import logging
@@ -18,21 +17,19 @@ from starlette.requests import ClientDisconnect
 from elicitation_gateway.server.logs import (
     ACCESS_LOGGER,
     CLIENT_GONE,
-    UNFINISHED,
     AccessDuration,
     AccessPath,
     ClientGone,
-    DeliberateEnds,
     JsonFormatter,
     configure_logging,
-    end_unfinished_on_purpose,
     listening_line,
     quiet_dropped_clients,
-    route_of,
     setup_line,
     timing_wanted,
 )
 from elicitation_gateway.server.middleware.access_timing import AccessTiming
+from elicitation_gateway.server.protocol import route_of
+from elicitation_gateway.server.uvicorn_internals import DeliberateEnds, end_unfinished_on_purpose
 from elicitation_gateway.settings import Settings
 
 ACCESS_FORMAT = '%s - "%s %s HTTP/%s" %d'  # as uvicorn's HTTP protocols log each response
@@ -243,24 +240,25 @@ def test_json_logs_hold_python_warnings_too(capsys):
 # Dropped clients: one INFO line, never uvicorn's or the MCP SDK's ERROR
 
 
-def test_uvicorn_still_logs_the_unfinished_response_line_the_filter_knows():
-    """If uvicorn rewords it, DeliberateEnds no longer recognises it: fail here, loudly."""
-    from uvicorn.protocols.http import h11_impl, httptools_impl
-
-    for module in (httptools_impl, h11_impl):
-        assert f'msg = "{UNFINISHED}"' in inspect.getsource(module.RequestResponseCycle.run_asgi)
-
-
 def test_the_unfinished_line_is_left_out_only_in_the_context_that_ended_on_purpose():
+    """Known by its shape (an ERROR without arguments or exception), never its words; that uvicorn
+    logs it so is checked at start-up (tests/unit/test_uvicorn_internals.py)."""
     deliberate = DeliberateEnds()
-    unfinished = record("uvicorn.error", UNFINISHED, ())
-    other = record("uvicorn.error", "Exception in ASGI application\n", ())
+    unfinished = record("uvicorn.error", "ASGI callable returned without completing response.", ())
+    unfinished.levelno = logging.ERROR
+    crashed = record("uvicorn.error", "Exception in ASGI application\n", ())
+    crashed.levelno = logging.ERROR
+    crashed.exc_info = (ValueError, ValueError("broken"), None)
+    other = record("uvicorn.error", "ASGI callable should return None, but returned '%s'.", (1,))
+    other.levelno = logging.ERROR
+    warned = record("uvicorn.error", "Invalid HTTP request received.", ())
+    warned.levelno = logging.WARNING
 
-    def in_a_dropping_request() -> tuple[bool, bool]:
+    def in_a_dropping_request() -> list[bool]:
         end_unfinished_on_purpose()
-        return deliberate.filter(unfinished), deliberate.filter(other)
+        return [deliberate.filter(made) for made in (unfinished, crashed, other, warned)]
 
-    assert contextvars.copy_context().run(in_a_dropping_request) == (False, True)
+    assert contextvars.copy_context().run(in_a_dropping_request) == [False, True, True, True]
     assert deliberate.filter(unfinished)  # another request (this context) is logged as ever
     assert deliberate.filter(other)
 

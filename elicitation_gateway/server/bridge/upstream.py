@@ -236,7 +236,8 @@ async def _stream_back(response: httpx.Response, receive: Receive, send: Send) -
         if not gone.is_set() or writer.uncancel():
             raise
     except httpx.HTTPError as error:
-        # Ending without the closing chunk makes uvicorn close the socket: the client sees a cut body.
+        # Ending without the closing chunk makes uvicorn close the socket: the client sees a cut body
+        # (``unfinished_closes`` in uvicorn_internals.ASSUMPTIONS, checked at start-up).
         logger.warning("the OpenCode server broke off a response: %s", _reason(error))
     finally:
         watcher.cancel()
