@@ -62,13 +62,21 @@ def lines(caplog: pytest.LogCaptureFixture, text: str, level: int | None = None)
     return [r for r in caplog.records if text in r.getMessage() and (level is None or r.levelno == level)]
 
 
-async def held_open(port: int, first: bytes, trickle: bool) -> bytes:
-    """A connection that sends ``first``, then a byte every 0.2 s (``trickle``) or nothing, until the
-    server ends it; returns what the server sent before."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+def connected(port: int, first: bytes) -> socket.socket:
+    """A connection that has sent ``first``: connected and written before the server accepts it, so
+    its header deadline never starts before these bytes are there, however busy this process is."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(first)
+    sock.setblocking(False)
+    return sock
+
+
+async def held_open(sock: socket.socket, trickle: bool) -> bytes:
+    """Holds a :func:`connected` socket open, sending a byte every 0.2 s (``trickle``) or nothing,
+    until the server ends it; returns what the server sent before."""
     received = b""
+    reader, writer = await asyncio.open_connection(sock=sock)
     try:
-        writer.write(first)
         while True:
             try:
                 async with asyncio.timeout(0.2):
@@ -106,8 +114,11 @@ async def test_connections_that_never_finish_their_headers_are_closed_while_othe
     caplog.set_level(logging.DEBUG, logger="elicitation_gateway.server.protocol")
     server = make_server(header_timeout=1)
     kinds = [(HALF_A_REQUEST, True)] * 100 + [(HALF_A_REQUEST, False)] * 100 + [(b"", False)] * 100
-    with logged_by_uvicorn() as uvicorn_records:
-        held = [asyncio.create_task(held_open(server.port, first, trickle)) for first, trickle in kinds]
+    with logged_by_uvicorn() as uvicorn_records, contextlib.ExitStack() as closing:
+        sockets = [(connected(server.port, first), trickle) for first, trickle in kinds]
+        for sock, _ in sockets:  # even if the test fails before the tasks have them
+            closing.callback(sock.close)
+        held = [asyncio.create_task(held_open(sock, trickle)) for sock, trickle in sockets]
         served = 0
         async with httpx.AsyncClient(base_url=server.url, timeout=10) as kept_alive:
             async with asyncio.timeout(30):
