@@ -64,8 +64,8 @@ class Questions:
     items: tuple[AskedQuestion, ...]
 
     def key(self) -> str:
-        """What the form cache knows these questions by: never the key of a schema (JSON, which does
-        not start with a letter)."""
+        """What the form cache knows these questions by: never the key of a schema (JSON text, which
+        never starts with ``q``)."""
         plain = [
             [q.question, q.header, [[o.label, o.description] for o in q.options], q.multiple]
             for q in self.items
@@ -99,6 +99,7 @@ def form_from_questions(
         key = f"q{index}"
         where = f"{SCHEMA}.properties.{key}"
         title, description = asked.header.strip(), asked.question.strip()
+        # Each field is given the keywords the schema path gives it: what it holds is the same too.
         if asked.options:
             options = _options(asked.options, f"{where}.items.anyOf" if asked.multiple else f"{where}.oneOf")
             if asked.multiple:
