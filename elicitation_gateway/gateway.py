@@ -349,8 +349,9 @@ class Gateway:
     async def ask(
         self, message: str, schema: Any, options: AskOptions = AskOptions(), request_id: str | None = None
     ) -> Record:
-        """Create a pending record (``request_id``: chosen already); raises :class:`.SchemaError` for a
-        schema it cannot ask, :class:`LimitExceeded` when the pending limits are full,
+        """Create a pending record (``request_id``: chosen already) that asks ``schema``, a
+        ``requestedSchema`` or :class:`.Questions` (the ``/mcp`` tool's); raises :class:`.SchemaError`
+        for a schema it cannot ask, :class:`LimitExceeded` when the pending limits are full,
         :class:`TooLarge` for a question larger than a session may hold."""
         if self._closing:
             raise ShuttingDown("the gateway is shutting down")
@@ -446,9 +447,9 @@ class Gateway:
         return None if session_id == self.default_session_id else session_id
 
     async def _form(self, schema: Any, message: str) -> Form:
-        """The form for ``schema`` (:class:`.FormCache`); a big one is converted in a worker thread,
-        one at a time, and its questions encoded there too, so that the loop goes on serving everyone
-        else meanwhile."""
+        """The form for ``schema``, a ``requestedSchema`` or :class:`.Questions` (:class:`.FormCache`); a
+        big one is converted in a worker thread, one at a time, and its questions encoded there too, so
+        that the loop goes on serving everyone else meanwhile."""
         key = self.forms.key(schema)
         if key is None or len(key) <= CONVERT_ON_LOOP_BYTES:
             return self.forms.form(schema, message, key)

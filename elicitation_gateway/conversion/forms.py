@@ -15,6 +15,7 @@ from sys import getsizeof
 from typing import Any
 
 from elicitation_gateway.conversion.fields import Option
+from elicitation_gateway.conversion.questions import Questions, form_from_questions
 from elicitation_gateway.conversion.schema import (
     _BOOLEAN_OPTIONS,
     _FORM_FIELDS,
@@ -127,7 +128,8 @@ def inherit_footprint(derived: Form, plain: Form) -> Form:
 
 @dataclass(frozen=True)
 class Limits:
-    """The limits :func:`.schema.build_form` checks (the gateway's settings)."""
+    """The limits :func:`.schema.build_form` and :func:`.questions.form_from_questions` check (the
+    gateway's settings)."""
 
     header_length: int = 12
     max_questions: int = 50
@@ -147,7 +149,9 @@ class FormCache:
     @staticmethod
     def key(schema: Any) -> str | None:
         """What the cache knows ``schema`` by: its JSON in its own order (property order is question
-        order); None for what JSON cannot write."""
+        order); None for what JSON cannot write. ``schema`` may also be :class:`.Questions`."""
+        if isinstance(schema, Questions):
+            return schema.key()
         try:
             return json.dumps(schema, separators=(",", ":"), allow_nan=False)
         except (TypeError, ValueError):
@@ -172,16 +176,12 @@ class FormCache:
         return inherit_footprint(with_message(plain, message, self.limits.max_text_length), plain)
 
     def convert(self, schema: Any, message: str) -> Form:
-        limits = self.limits
-        return build_form(
-            schema,
-            message,
-            header_length=limits.header_length,
-            max_questions=limits.max_questions,
-            max_options=limits.max_options,
-            max_text_length=limits.max_text_length,
-            allow_sensitive=limits.allow_sensitive,
-        )
+        """The form that asks ``schema`` (a ``requestedSchema``, or :class:`.Questions`) with
+        ``message``, made anew."""
+        limits = vars(self.limits)  # its fields are the keyword arguments of both
+        if isinstance(schema, Questions):
+            return form_from_questions(schema.items, message, **limits)
+        return build_form(schema, message, **limits)
 
     def _keep(self, key: str, form: Form) -> None:
         for question in form.questions:  # shared by every request that asks this schema

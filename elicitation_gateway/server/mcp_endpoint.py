@@ -1,8 +1,9 @@
 """The gateway as an MCP server: a ``question`` tool over Streamable HTTP at ``/mcp``.
 
 The tool takes the input of OpenCode's own question tool, so an agent that knows that tool knows
-this one. Its questions become a ``requestedSchema`` and are asked through the same pipeline as
-``POST /elicit`` (:meth:`.Gateway.ask`, then the record's result): answerers see one
+this one. Its questions become a form directly (:mod:`.conversion.questions`: the same checks and
+form as a ``requestedSchema`` of one optional property per question) and are asked through the same
+pipeline as ``POST /elicit`` (:meth:`.Gateway.ask`, then the record's result): answerers see one
 ``question.asked`` and answer it as any other. ``?sessionID=`` and ``?directory=`` on the ``/mcp``
 URL (or the ``x-opencode-directory`` header) say whose questions they are.
 """
@@ -26,6 +27,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from elicitation_gateway import __version__
+from elicitation_gateway.conversion.questions import Questions
 from elicitation_gateway.conversion.schema import SchemaError
 from elicitation_gateway.gateway import (
     CANCEL,
@@ -89,26 +91,6 @@ class QuestionAnswers(BaseModel):
     answers: list[list[str]] = Field(
         description="One list per question, in order: the chosen labels, or the typed text; [] if unanswered"
     )
-
-
-def questions_schema(questions: list[QuestionInput]) -> dict[str, Any]:
-    """The ``requestedSchema`` that asks ``questions``: one optional property per question."""
-    properties: dict[str, Any] = {}
-    for index, question in enumerate(questions):
-        prop: dict[str, Any] = {"title": question.header, "description": question.question}
-        if question.options:
-            choices = [{"const": option.label, "title": option.label} for option in question.options]
-            descriptions = {o.label: o.description for o in question.options if o.description}
-            if descriptions:
-                prop["x-option-descriptions"] = descriptions
-            if question.multiple:
-                prop |= {"type": "array", "items": {"anyOf": choices}, "uniqueItems": True}
-            else:
-                prop |= {"type": "string", "oneOf": choices}
-        else:
-            prop["type"] = "string"
-        properties[f"q{index}"] = prop
-    return {"type": "object", "properties": properties}
 
 
 def answers_of(count: int, result: dict[str, Any]) -> list[list[str]]:
@@ -221,7 +203,7 @@ class McpEndpoint:
         options = _ask_options(ctx)
         caller = _caller(ctx, options, questions)
         try:
-            record = await self.gateway.ask_or_attach("", questions_schema(questions), options, caller)
+            record = await self.gateway.ask_or_attach("", Questions(tuple(questions)), options, caller)
         except SchemaError as error:
             raise ToolError(error.message) from None
         except (LimitExceeded, ShuttingDown, StoreUnavailable, TooLarge) as error:

@@ -156,8 +156,34 @@ async def test_session_and_directory_come_from_the_mcp_url(server, client):
             "'A' is given twice",
         ),
         ([{"header": "No text", "options": []}], "questions.0.question"),
+        (
+            [
+                {
+                    "question": "Pick",
+                    "header": "Pick",
+                    "options": [{"label": "Abort"}, {"label": "Abort\u200b"}],
+                }
+            ],
+            "requestedSchema.properties.q0.oneOf has the options 'Abort' and 'Abort\\u200b', which a person "
+            "cannot tell apart",
+        ),
+        (
+            [{"question": "Fine?", "header": "Fine"}, {"question": "Your password?", "header": "Password"}],
+            "requestedSchema.properties.q1 looks like it asks for a password",
+        ),
+        (
+            [
+                {
+                    "question": "Pick",
+                    "header": "Pick",
+                    "multiple": True,
+                    "options": [{"label": str(n)} for n in range(201)],
+                }
+            ],
+            "requestedSchema.properties.q0.items offers 201 options; at most 200 are allowed",
+        ),
     ],
-    ids=["none", "repeated-label", "missing-text"],
+    ids=["none", "repeated-label", "missing-text", "look-alike-labels", "secret", "too-many-options"],
 )
 async def test_bad_input_is_a_tool_error_and_asks_nothing(server, client, questions, problem):
     async with Client(f"{server.url}/mcp") as mcp:
