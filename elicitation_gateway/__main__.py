@@ -6,6 +6,7 @@ Each command lives in its own module with a ``main(argv) -> int``:
 - ``ask``: post an elicitation from a shell script (:mod:`elicitation_gateway.ask`)
 - ``answer``: answer questions in the terminal (:mod:`elicitation_gateway.answerer.command`)
 - ``proxy``: put an MCP server behind the gateway (:mod:`elicitation_gateway.proxy.command`)
+- ``hash-password``: hash a password for the people file (:mod:`elicitation_gateway.hash_password`)
 """
 
 import importlib
@@ -16,6 +17,7 @@ COMMANDS = {
     "ask": "elicitation_gateway.ask",
     "answer": "elicitation_gateway.answerer.command",
     "proxy": "elicitation_gateway.proxy.command",
+    "hash-password": "elicitation_gateway.hash_password",
 }
 
 

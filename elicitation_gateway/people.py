@@ -15,6 +15,7 @@ must not quietly leave someone out, or let someone in.
 import asyncio
 import hashlib
 import hmac
+import logging
 import os
 import re
 import tomllib
@@ -29,6 +30,8 @@ from pwdlib.exceptions import UnknownHashError
 from pwdlib.hashers.argon2 import Argon2Hasher
 from pwdlib.hashers.bcrypt import BcryptHasher
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+logger = logging.getLogger(__name__)
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 """A person's or a group's name: a login name (never ``:``, which HTTP Basic cannot carry), and
@@ -238,6 +241,28 @@ def load_people(path: Path) -> People:
     except (OSError, UnicodeDecodeError) as error:
         raise PeopleError(f"people file {path} cannot be read: {error}") from None
     return parse_people(text, f"people file {path}")
+
+
+class PeopleFile:
+    """The people file, read at start and again on :meth:`reload` (SIGHUP); a reading that cannot be
+    used keeps the one before, so a typo saved mid-edit locks nobody out."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.current = load_people(path)
+
+    def reload(self) -> bool:
+        try:
+            self.current = load_people(self.path)
+        except PeopleError as error:
+            problem = str(error)
+        else:
+            problem = None
+        if problem is not None:
+            logger.error("%s; the people read before stay", problem)
+            return False
+        logger.info("people file %s read again: %d people", self.path, len(self.current))
+        return True
 
 
 def _first_problem(error: ValidationError) -> str:

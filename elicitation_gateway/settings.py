@@ -3,6 +3,7 @@
 import ipaddress
 import os
 import re
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
@@ -106,6 +107,13 @@ class Settings(BaseSettings):
         "opencode",
         validation_alias=AliasChoices("OPENCODE_SERVER_USERNAME", "GATEWAY_ANSWERER_USERNAME"),
         description="HTTP Basic username on the answerer side (`OPENCODE_SERVER_USERNAME`).",
+    )
+    people: Path | None = Field(
+        None,
+        description="A TOML file of people and groups (docs/teams.md): on the answerer side, each signs in "
+        "with their own HTTP Basic login, beside the shared password if that is set too. Read at start (an "
+        "unknown key or a bad entry stops it, naming the entry) and again on SIGHUP (a file that cannot be "
+        "used then keeps the one before). Unset: no people.",
     )
     cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,

@@ -4,9 +4,11 @@ Served by ``elicitation-gateway``, or by any ASGI server:
 ``uvicorn --factory elicitation_gateway.server.app:create_app``.
 """
 
+import asyncio
 import contextlib
 import functools
 import logging
+import signal
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
@@ -17,6 +19,7 @@ from starlette.responses import Response
 
 from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.gateway import Gateway
+from elicitation_gateway.people import PeopleFile
 from elicitation_gateway.server.errors import tool_error
 from elicitation_gateway.server.logs import CLIENT_GONE, hide_access_queries
 from elicitation_gateway.server.mcp_endpoint import McpEndpoint
@@ -75,15 +78,26 @@ async def _store_unavailable(request: Request, error: Exception) -> JsonResponse
     return tool_error(503, "store_unavailable", str(error), headers={"Retry-After": "1"})
 
 
+def _reread_on_sighup(people: PeopleFile) -> bool:
+    """SIGHUP reads the people file again, where the app runs on the main thread's loop (a server in a
+    thread of a test cannot take signals)."""
+    try:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, people.reload)
+    except (RuntimeError, ValueError, AttributeError):  # not the main thread; no SIGHUP (Windows)
+        return False
+    return True
+
+
 def create_app(settings: Settings | None = None, gateway: Gateway | None = None) -> Starlette:
     settings = settings or Settings()
     gateway = gateway or Gateway(settings)
     hide_access_queries()  # whichever server serves the app, its access line never shows a credential
     mcp = McpEndpoint(gateway, settings)
+    people = PeopleFile(settings.people) if settings.people else None  # a bad file stops the start
     origins = OriginPolicy(settings)  # the one answer to "which hosts, which origins, which CORS headers"
     middleware = [
         Middleware(Cors, policy=origins),
-        Middleware(AccessControl, settings=settings, routes=ROUTES),
+        Middleware(AccessControl, settings=settings, routes=ROUTES, people=people),
         Middleware(UrlTextCheck, routes=ROUTES),
     ]
     bridge = None
@@ -101,11 +115,14 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await gateway.start()
+        rereading = people is not None and _reread_on_sighup(people)
         # The MCP server's sessions end after the gateway's questions, the bridge's upstream after both.
         async with bridge.running() if bridge else contextlib.nullcontext(), mcp.running():
             try:
                 yield
             finally:
+                if rereading:
+                    asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
                 await gateway.shutdown()
 
     app = Starlette(
@@ -121,6 +138,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     )
     app.state.gateway = gateway
     app.state.settings = settings
+    app.state.people = people
     app.state.bridge = bridge
     app.state.mcp = mcp
     app.state.openapi_document = functools.partial(openapi_document, settings)

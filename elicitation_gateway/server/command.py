@@ -11,7 +11,7 @@ from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores.schemes import scheme_of
 
 PROG = "elicitation-gateway"  # the console script, also when run as ``python -m elicitation_gateway``
-OTHER_COMMANDS = ("ask", "answer", "proxy")
+OTHER_COMMANDS = ("ask", "answer", "proxy", "hash-password")
 
 
 def main(argv: list[str]) -> int:
@@ -65,6 +65,15 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
+
+    if settings.people is not None:
+        from elicitation_gateway.people import PeopleError, load_people
+
+        try:
+            load_people(settings.people)
+        except PeopleError as error:
+            print(f"{PROG}: invalid setting people (GATEWAY_PEOPLE): {error}", file=sys.stderr)
+            return 2
 
     if settings.notify:
         from elicitation_gateway.notify import unusable_urls

@@ -87,21 +87,28 @@ def tool_allowed(headers: Headers, token: str) -> bool:
     return scheme.lower() == "bearer" and same_secret(given.strip(), token)
 
 
-def answerer_allowed(scope: Scope, headers: Headers, username: str, password: str) -> bool:
-    """HTTP Basic with the answerer's credentials, or the same base64 in ``?auth_token=``."""
+def basic_credentials(scope: Scope, headers: Headers) -> tuple[str, str] | None:
+    """The username and password of HTTP Basic, or of the same base64 in ``?auth_token=``; ``None``
+    when there are none, or they are malformed (which is as wrong as a bad secret)."""
     scheme, _, encoded = headers.get("authorization", "").partition(" ")
     if scheme.lower() != "basic":
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         encoded = (query.get("auth_token") or [""])[0]
     try:
         decoded = base64.b64decode(encoded.strip().encode("ascii"), validate=True).decode()
-    except ValueError:  # not ASCII, not base64, not UTF-8: malformed is as wrong as a bad secret
-        return False
-    given_username, separator, given_password = decoded.partition(":")
+    except ValueError:  # not ASCII, not base64, not UTF-8
+        return None
+    username, separator, password = decoded.partition(":")
+    return (username, password) if separator else None
+
+
+def answerer_allowed(given: tuple[str, str] | None, username: str, password: str) -> bool:
+    """Whether ``given`` are the shared answerer's credentials."""
+    given_username, given_password = given or ("", "")
     # Both compared, always: the time taken does not tell which one was wrong.
     user_ok = same_secret(given_username, username)
     password_ok = same_secret(given_password, password)
-    return bool(separator) and user_ok and password_ok
+    return given is not None and user_ok and password_ok
 
 
 def warn_if_exposed(settings: Settings) -> None:
@@ -111,7 +118,7 @@ def warn_if_exposed(settings: Settings) -> None:
     open_sides = []
     if settings.tool_token is None:
         open_sides.append("tool side (set GATEWAY_TOOL_TOKEN)")
-    if settings.answerer_password is None:
+    if settings.answerer_password is None and settings.people is None:
         open_sides.append("answerer side (set OPENCODE_SERVER_PASSWORD)")
     if open_sides:
         logger.warning(

@@ -3,6 +3,7 @@
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from elicitation_gateway.people import PeopleFile
 from elicitation_gateway.server.errors import bad_request, send_error, tool_error
 from elicitation_gateway.server.security import (
     BASIC_REALM,
@@ -10,6 +11,7 @@ from elicitation_gateway.server.security import (
     Role,
     RouteRules,
     answerer_allowed,
+    basic_credentials,
     is_json,
     tool_allowed,
 )
@@ -19,16 +21,22 @@ BASIC_CHALLENGE = BASIC_REALM.encode()
 
 
 class AccessControl:
-    """The tool token on the tool side, the answerer's password on the answerer side (``401``), and a
-    JSON ``Content-Type`` on the routes that take JSON (``415``). A preflight (``OPTIONS``) passes:
-    :class:`~.cors.Cors` has answered it."""
+    """The tool token on the tool side; on the answerer side a person's login (``GATEWAY_PEOPLE``) or
+    the shared password (``401``); and a JSON ``Content-Type`` on the routes that take JSON (``415``).
+    A preflight (``OPTIONS``) passes: :class:`~.cors.Cors` has answered it.
 
-    def __init__(self, app: ASGIApp, settings: Settings, routes: RouteRules) -> None:
+    Who signed in is left in the request's state as ``person``: their name, or ``None`` for the shared
+    login."""
+
+    def __init__(
+        self, app: ASGIApp, settings: Settings, routes: RouteRules, people: PeopleFile | None = None
+    ) -> None:
         self.app = app
         self.routes = routes
         self.tool_token = settings.tool_token.get_secret_value() if settings.tool_token else None
         self.username = settings.answerer_username
         self.password = settings.answerer_password.get_secret_value() if settings.answerer_password else None
+        self.people = people
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -44,14 +52,13 @@ class AccessControl:
             message = "this route needs the tool token: Authorization: Bearer <token>"
             await send_error(send, 401, "unauthorized", message, [(b"www-authenticate", b"Bearer")])
             return
-        if (
-            role == "answerer"
-            and self.password is not None
-            and not answerer_allowed(scope, headers, self.username, self.password)
-        ):
-            message = "this route needs the answerer's HTTP Basic credentials"
-            await send_error(send, 401, "unauthorized", message, [(b"www-authenticate", BASIC_CHALLENGE)])
-            return
+        if role == "answerer" and (self.password is not None or self.people is not None):
+            signed_in, person = await self._answerer(scope, headers)
+            if not signed_in:
+                message = "this route needs the answerer's HTTP Basic credentials"
+                await send_error(send, 401, "unauthorized", message, [(b"www-authenticate", BASIC_CHALLENGE)])
+                return
+            scope.setdefault("state", {})["person"] = person
         rule = self.routes.body_rule(method, path)
         if rule is not None and not is_json(content_type := headers.get("content-type", "")):
             receive, empty = await _peek_empty(receive) if rule == "json_or_empty" else (receive, False)
@@ -59,6 +66,20 @@ class AccessControl:
                 await _unsupported(role, content_type)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+    async def _answerer(self, scope: Scope, headers: Headers) -> tuple[bool, str | None]:
+        """Whether the credentials open the answerer side, and whose they are (``None``: shared)."""
+        given = basic_credentials(scope, headers)
+        if self.people is not None and given is not None:
+            people = self.people.current
+            person = people.login_at_once(*given)
+            if person is None and given[0] in people.persons:
+                person = await people.login(*given)
+            if person is not None:
+                return True, person.name
+        if self.password is not None and answerer_allowed(given, self.username, self.password):
+            return True, None
+        return False, None
 
 
 async def _peek_empty(receive: Receive) -> tuple[Receive, bool]:
