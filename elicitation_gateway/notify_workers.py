@@ -210,7 +210,7 @@ class Worker:
         try:
             self.process.stdin.write(line.encode())
             await self.process.stdin.drain()
-        except (ConnectionError, BrokenPipeError):
+        except ConnectionError:  # BrokenPipeError and ConnectionResetError among them
             raise WorkerFailed("the notification worker exited") from None
         while True:
             message = await self._receive()
