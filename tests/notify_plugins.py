@@ -9,6 +9,7 @@ They run in a worker process, so what they do is kept in files of the directory 
 - ``gwstuck://`` appends its pid to ``stuck.pids`` and sleeps for an hour: only a kill ends it.
 - ``gwgate://`` waits until the file ``open`` exists, then records as ``gwrecord://`` does.
 - ``gwonce://`` hangs as ``gwstuck://`` on its first call (writing ``once.pid``), records on every later.
+- ``gwlate://`` takes 1.5 s, then records as ``gwrecord://`` does: past a shorter deadline, too late.
 - ``gwsocket://`` reads, with no timeout, from the loopback port in ``listener``: only a kill ends it.
 - ``gwquiet://`` logs a WARNING and a DEBUG line through Apprise's logger, and reports no delivery.
 """
@@ -70,6 +71,13 @@ def once(body: str, title: str, *args: Any, **kwargs: Any) -> bool:
     if not marker.exists():
         marker.write_text(str(os.getpid()))
         time.sleep(HOUR)
+    return _record(title, body)
+
+
+@apprise_plugin(on="gwlate")
+def late(body: str, title: str, *args: Any, **kwargs: Any) -> bool:
+    _append("late.pids", str(os.getpid()))
+    time.sleep(1.5)
     return _record(title, body)
 
 

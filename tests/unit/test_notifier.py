@@ -326,6 +326,19 @@ async def test_a_hanging_target_is_killed_at_its_deadline_and_its_process_reaped
     await until(lambda: bool(child_processes() - {pid}), what="a replacement worker")
 
 
+async def test_an_attempt_past_its_deadline_never_announces_late(plugins, stopped):
+    """``gwlate://`` would deliver 1.5 s after it starts: its worker is killed at the 0.5 s deadline, so
+    the notification never arrives, not even after the plugin's time has passed."""
+    notifier, metrics = make_notifier(["gwlate://"], notify_timeout=0.5)
+    stopped.append(notifier)
+    notifier.start()
+    notifier.submit(record("que_1"))
+    await until(lambda: count(metrics, "1:gwlate", "failed") == 1, what="the attempt failed")
+    assert (plugins.directory / "late.pids").exists()  # it had started
+    await asyncio.sleep(2)
+    assert plugins.recorded == []
+
+
 async def test_the_next_delivery_after_a_kill_works_in_a_new_worker(plugins, stopped):
     """``gwonce://`` hangs on its first call only: that attempt's worker is killed, and the next
     notification to the same target is sent by its replacement."""
