@@ -82,12 +82,6 @@ class Metrics:
             ["target", "outcome"],
             registry=self.registry,
         )
-        self.notification_threads = Gauge(
-            "gateway_notification_threads",
-            "Threads sending to each notification target, those held past their deadline included.",
-            ["target"],
-            registry=self.registry,
-        )
         self._exposed = _WithoutCreated(self.registry)
 
     def exposition(self) -> bytes:

@@ -1,32 +1,30 @@
 """Notifications of new questions (``GATEWAY_NOTIFY``), sent through Apprise off the request path.
 
-Each URL of ``GATEWAY_NOTIFY`` is a target of its own, with its own queue, worker task, threads,
-retries and metrics: a slow, failing or hostile target never delays, starves or repeats another's
-notifications. :meth:`Notifier.submit` only queues, so asking never waits on a notifier.
+Each URL of ``GATEWAY_NOTIFY`` is a target of its own, with its own queue, worker task, retries and
+metrics: a slow, failing or hostile target never delays, starves or repeats another's notifications.
+:meth:`Notifier.submit` only queues, so asking never waits on a notifier.
 
-Apprise's plugins send with blocking calls (``requests``, ``smtplib``). Each attempt runs one in a
-thread of its target's own, never on the event loop's default executor (which everything else shares),
-and ends at ``GATEWAY_NOTIFY_TIMEOUT``: the notifier stops waiting and shuts the attempt's sockets
-down, which also ends a read that a target drips out a byte at a time (a socket timeout restarts with
-every byte). What a shut socket cannot end (a name lookup, a plugin blocked elsewhere) keeps its
-thread; a target has at most :data:`THREADS_PER_TARGET`, and an attempt that finds them all held fails
-at once. Before each attempt the question is looked up: one already finished is not announced late.
+Apprise's plugins send with blocking calls (``requests``, ``smtplib``). Each attempt runs in a worker
+process (:mod:`elicitation_gateway.notify_workers`), never in the gateway's own threads, and ends at
+``GATEWAY_NOTIFY_TIMEOUT``: a worker still sending then is killed, which ends whatever it was blocked
+on (a read that a target drips out a byte at a time, a name lookup, a plugin stuck elsewhere), and is
+replaced. The pool has a worker for each target, and a target sends one notification at a time, so a
+target never waits for another's worker. Before each attempt the question is looked up: one already
+finished is not announced late.
 """
 
 import asyncio
 import contextlib
 import logging
-import socket
-import sys
-import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from elicitation_gateway.display import safe
 from elicitation_gateway.encoding import to_utf8
 from elicitation_gateway.metrics import Metrics
+from elicitation_gateway.notify_workers import Pool, WorkerFailed, load_plugin
 from elicitation_gateway.records import Record
 from elicitation_gateway.settings import Settings
 
@@ -35,8 +33,6 @@ logger = logging.getLogger(__name__)
 QUEUE_SIZE = 1000  # notifications waiting, per target
 TITLE_LENGTH = 80
 BACKOFF = 0.5  # seconds before the first retry, doubled after each
-THREADS_PER_TARGET = 4  # sends running at once for one target, those held past their deadline included
-CUT_GRACE = 1.0  # seconds a stopping notifier waits for the threads of sends it cut off
 OUTCOMES = ("sent", "failed", "skipped", "dropped")
 
 
@@ -106,125 +102,10 @@ def target_label(position: int, plugin: Any, url: str) -> str:
     return f"{position}:{scheme}"
 
 
-class _ThisThreadOnly(logging.Filter):
-    def __init__(self) -> None:
-        super().__init__()
-        self.thread = threading.get_ident()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.thread != self.thread
-
-
-@contextlib.contextmanager
-def _apprise_quiet() -> Iterator[None]:
-    """Apprise's own lines while it parses a URL: they may quote the URL, token and all
-    (``Unsupported URL: <the whole value>``). The gateway says which URL failed by position instead."""
-    apprise_logger = logging.getLogger("apprise")
-    quiet = _ThisThreadOnly()
-    apprise_logger.addFilter(quiet)
-    try:
-        yield
-    finally:
-        apprise_logger.removeFilter(quiet)
-
-
-def load_plugin(url: str, timeout: float) -> Any | None:
-    """The Apprise plugin of ``url`` with its connect and read timeouts (``cto``, ``rto``) set to
-    ``timeout`` where the URL does not set them (Apprise's own are 4 s); None if Apprise cannot parse
-    it."""
-    import apprise  # only a gateway that notifies needs it (elicitation-gateway[notify])
-    from apprise.plugins import url_to_dict
-
-    with _apprise_quiet():
-        try:
-            parsed = url_to_dict(url)
-            if not parsed:
-                return None
-            parsed.setdefault("cto", timeout)
-            parsed.setdefault("rto", timeout)
-            plugin = apprise.Apprise.instantiate(parsed)
-        except Exception:  # a plugin that cannot take this URL
-            return None
-    return plugin if isinstance(plugin, apprise.NotifyBase) else None
-
-
 def unusable_urls(urls: list[str], timeout: float) -> list[int]:
     """The positions (from 1) of the URLs Apprise cannot parse: the service refuses to start with any,
     naming them by position only (a URL may hold a token)."""
     return [position for position, url in enumerate(urls, 1) if load_plugin(url, timeout) is None]
-
-
-# ---------------------------------------------------------------------------------------------------
-# Sends: one attempt in a thread of its own, whose sockets can be shut from the loop
-
-
-_sending = threading.local()
-"""``sockets``: the list a send thread gathers the sockets it creates in (the audit hook fills it)."""
-_watching = False
-_watch_lock = threading.Lock()
-
-
-def _note_socket(event: str, args: tuple[Any, ...]) -> None:
-    """An audit hook: each socket a send thread creates, so that its send can be cut off. It runs on
-    every audited event of the process, so it does one comparison for the others, and never raises."""
-    if event == "socket.__new__":
-        sockets = getattr(_sending, "sockets", None)
-        if sockets is not None:
-            sockets.append(args[0])
-
-
-def _watch_sockets() -> None:
-    """Install :func:`_note_socket`, once per process (an audit hook cannot be removed)."""
-    global _watching
-    with _watch_lock:
-        if not _watching:
-            sys.addaudithook(_note_socket)
-            _watching = True
-
-
-class _Send:
-    """One call of a plugin's blocking ``notify``, in a daemon thread of its own (a thread that cannot
-    be interrupted must never hold the process at exit); :meth:`cut` ends its network I/O."""
-
-    def __init__(self, call: Callable[[], bool], name: str) -> None:
-        self._call = call
-        self._loop = asyncio.get_running_loop()
-        self.finished = self._loop.create_future()
-        self.running = True
-        self.delivered = False
-        self.error: BaseException | None = None
-        self._sockets: list[socket.socket] = []
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        _sending.sockets = self._sockets
-        try:
-            self.delivered = bool(self._call())
-        except Exception as error:  # a plugin's bug is a failed attempt
-            self.error = error
-        finally:
-            _sending.sockets = None
-            self.running = False
-            with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
-                self._loop.call_soon_threadsafe(self._settle)
-
-    def _settle(self) -> None:
-        if not self.finished.done():
-            self.finished.set_result(None)
-
-    @property
-    def alive(self) -> bool:
-        """Whether its thread still runs (a little longer than the call itself)."""
-        return self._thread.is_alive()
-
-    def cut(self) -> None:
-        """Shut down every socket the send opened that is still open: a blocked read or write in its
-        thread ends at once with an error, and the plugin gives up."""
-        for sock in list(self._sockets):
-            with contextlib.suppress(OSError):  # closed meanwhile, or detached into a TLS socket
-                if sock.fileno() != -1:
-                    sock.shutdown(socket.SHUT_RDWR)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -242,32 +123,29 @@ class _Skipped(Exception):
 
 
 class _Target:
-    """One URL of ``GATEWAY_NOTIFY``: its queue, its worker, its threads, its retries, its counts."""
+    """One URL of ``GATEWAY_NOTIFY``: its queue, its worker task, its retries, its counts. Its attempts
+    borrow a worker process from the notifier's pool."""
 
     def __init__(
         self,
         label: str,
-        plugin: Any,
+        url: str,
+        pool: Pool,
         settings: Settings,
         metrics: Metrics,
         still_pending: Callable[[str], Awaitable[bool]],
     ) -> None:
         self.label = label
-        self._plugin = plugin
+        self._url = url
+        self._pool = pool
         self._settings = settings
         self._metrics = metrics
         self._still_pending = still_pending
         self.queue: asyncio.Queue[_Notification] = asyncio.Queue(QUEUE_SIZE)
         self.unsent = 0  # queued or being sent
-        self.sends: set[_Send] = set()  # running in their threads, or held past their deadline
         self._worker: asyncio.Task[None] | None = None
         for outcome in OUTCOMES:  # every series from the start, at 0
             metrics.notifications.labels(target=label, outcome=outcome)
-        metrics.notification_threads.labels(target=label).set_function(self.threads)
-
-    def threads(self) -> int:
-        self.sends = {send for send in self.sends if send.alive}
-        return len(self.sends)
 
     def start(self) -> None:
         self._worker = asyncio.get_running_loop().create_task(
@@ -289,7 +167,7 @@ class _Target:
             self._count("dropped")
 
     async def stop(self) -> None:
-        """Stop the worker and cut what it was sending; what is left unsent is dropped (counted)."""
+        """Stop the worker task and kill what it was sending; what is left unsent is dropped (counted)."""
         if self.unsent:
             logger.warning("%d notifications to target %s dropped at shutdown", self.unsent, self.label)
             self._count("dropped", self.unsent)
@@ -299,8 +177,6 @@ class _Target:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._worker
             self._worker = None
-        for send in self.sends:
-            send.cut()
 
     def _count(self, outcome: str, amount: int = 1) -> None:
         self._metrics.notifications.labels(target=self.label, outcome=outcome).inc(amount)
@@ -352,31 +228,40 @@ class _Target:
         return "failed"
 
     async def _attempt(self, request_id: str, title: str, body: str) -> str:
-        """One attempt, the look-up of the question included, ended at ``notify_timeout``: what went
-        wrong, or "" once the target took it."""
+        """One attempt in a worker process, the look-up of the question included, ended at
+        ``notify_timeout``: what went wrong, or "" once the target took it. A worker still sending at
+        the deadline (or when the notifier stops) is killed and replaced. Starting a worker, when none
+        is idle, comes before the deadline starts: it is the gateway's own time, not the target's."""
         timeout = self._settings.notify_timeout
-        send: _Send | None = None
+        try:
+            worker = await self._pool.borrow()
+        except WorkerFailed as error:
+            return str(error)
+        pending, sending, delivered, error_type = True, False, False, None
         try:
             async with asyncio.timeout(timeout):
-                if not await self._pending(request_id):
-                    raise _Skipped
-                if self.threads() >= THREADS_PER_TARGET:
-                    return (
-                        f"all {THREADS_PER_TARGET} of its threads are still held by sends that "
-                        "passed their deadline and could not be cut off; failing until one frees"
-                    )
-                send = _Send(lambda: self._plugin.notify(body=body, title=title), f"notify {self.label}")
-                self.sends.add(send)
-                await asyncio.shield(send.finished)
+                pending = await self._pending(request_id)
+                if pending:
+                    sending = True
+                    delivered, error_type = await worker.send(self._url, timeout, title, body)
         except TimeoutError:
+            if sending:
+                await self._pool.discard(worker)
+            else:  # the look-up took the time: the worker never started on it
+                self._pool.give_back(worker)
             return f"no answer within {timeout:g} s"
-        finally:
-            if send is not None and send.running:
-                send.cut()  # past the deadline, or the notifier stops
-        assert send is not None
-        if send.error is not None:
-            return f"the plugin failed: {type(send.error).__name__}"
-        return "" if send.delivered else "not delivered (Apprise's log says why)"
+        except WorkerFailed as error:
+            await self._pool.discard(worker)
+            return str(error)
+        except BaseException:  # the notifier stops: what the worker is sending ends with it
+            await self._pool.discard(worker, replace=False)
+            raise
+        self._pool.give_back(worker)
+        if not pending:
+            raise _Skipped
+        if error_type is not None:
+            return f"the plugin failed: {error_type}"
+        return "" if delivered else "not delivered (Apprise's log says why)"
 
     async def _pending(self, request_id: str) -> bool:
         """Whether ``request_id`` still waits for an answer; when the store cannot say, it does (better
@@ -393,12 +278,20 @@ class Notifier:
     (another replica, or an answerer on it, may have finished it)."""
 
     def __init__(
-        self, settings: Settings, metrics: Metrics, still_pending: Callable[[str], Awaitable[bool]]
+        self,
+        settings: Settings,
+        metrics: Metrics,
+        still_pending: Callable[[str], Awaitable[bool]],
+        *,
+        worker_imports: tuple[str, ...] = (),
     ) -> None:
+        """``worker_imports``: modules each worker process imports before its first attempt (Apprise
+        plugins of one's own, registered on import)."""
         self.settings = settings
         self.metrics = metrics
         self._reminders: dict[str, asyncio.TimerHandle] = {}
         self.targets: list[_Target] = []
+        urls: list[tuple[str, str]] = []
         for position, url in enumerate(settings.notify, 1):
             plugin = load_plugin(url, settings.notify_timeout)
             if plugin is None:
@@ -408,15 +301,17 @@ class Notifier:
                     position,
                 )
                 continue
-            label = target_label(position, plugin, url)
-            self.targets.append(_Target(label, plugin, settings, metrics, still_pending))
-        if self.targets:
-            _watch_sockets()
-            if not settings.public_url:
-                logger.warning(
-                    "notifications carry no link to the question: set GATEWAY_PUBLIC_URL to the address "
-                    "people open the gateway at"
-                )
+            urls.append((target_label(position, plugin, url), url))
+        # One worker for each target: a target sends one at a time, so none waits for another's.
+        timeout = settings.notify_timeout
+        self.pool = Pool(len(urls), [(url, timeout) for _, url in urls], worker_imports)
+        for label, url in urls:
+            self.targets.append(_Target(label, url, self.pool, settings, metrics, still_pending))
+        if self.targets and not settings.public_url:
+            logger.warning(
+                "notifications carry no link to the question: set GATEWAY_PUBLIC_URL to the address "
+                "people open the gateway at"
+            )
 
     def start(self) -> None:
         for target in self.targets:
@@ -425,7 +320,7 @@ class Notifier:
     async def stop(self, *, flush: bool = False) -> None:
         """Stop sending. With ``flush``, what is queued is sent first, for up to ``notify_timeout``
         seconds: the questions of a durable or shared store outlive this process. Sends still running
-        then are cut off, and their threads waited for (a cut thread ends within milliseconds)."""
+        then are killed, with their workers; the idle workers are told to exit; every one is reaped."""
         for handle in self._reminders.values():
             handle.cancel()
         self._reminders.clear()
@@ -436,15 +331,7 @@ class Notifier:
                     await asyncio.gather(*(target.queue.join() for target in self.targets))
         for target in self.targets:
             await target.stop()
-        loop = asyncio.get_running_loop()
-        grace_ends = loop.time() + CUT_GRACE
-        # A thread's end is no event the loop can await (it outlasts the call's ``finished``): polled.
-        while any(target.threads() for target in self.targets) and loop.time() < grace_ends:  # noqa: ASYNC110
-            await asyncio.sleep(0.01)
-        if held := sum(target.threads() for target in self.targets):
-            logger.warning(
-                "%d notification threads could not be cut off and are left to end on their own", held
-            )
+        await self.pool.close()
 
     def submit(self, record: Record) -> None:
         """Queue ``record``'s notification for every target; never blocks."""

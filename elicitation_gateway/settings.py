@@ -208,8 +208,8 @@ class Settings(BaseSettings):
         10,
         gt=0,
         description="Seconds one attempt to notify one target may take (the look-up of its question "
-        "included); then its connections are shut. Also Apprise's connect and read timeouts (`cto`, "
-        "`rto`) where the URL sets none.",
+        "included); then the worker process sending it is killed. Also Apprise's connect and read "
+        "timeouts (`cto`, `rto`) where the URL sets none.",
     )
     notify_retries: int = Field(
         3,

@@ -3,8 +3,10 @@
 import asyncio
 import contextlib
 import json
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -190,3 +192,12 @@ def waited_on(store: Any, request_id: str) -> bool:
     """Whether something (a long poll, ``POST /elicit``) waits on ``request_id`` in this store now."""
     local = getattr(store, "_index", None)  # the in-memory and SQLite stores' records in memory
     return request_id in getattr(local, "_done", {}) or request_id in getattr(store, "_waiters", {})
+
+
+def child_processes() -> set[int]:
+    """The pids of this process's children, those not reaped yet (zombies) included."""
+    children: set[int] = set()
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that ended meanwhile
+            children |= {int(pid) for pid in (task / "children").read_text().split()}
+    return children

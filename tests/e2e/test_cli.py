@@ -2,14 +2,18 @@
 flags, environment, signals."""
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -229,3 +233,55 @@ async def test_a_signal_cancels_pending_questions_and_ends_streams(sig):
         assert await asyncio.to_thread(process.wait, 15) in (0, -sig)
         output = process.stdout.read() if process.stdout else ""
         assert "cancelled (shutdown)" in output
+
+
+def notification_workers(gateway: int) -> set[int]:
+    """The pids of ``gateway``'s children: its notification workers."""
+    children: set[int] = set()
+    for task in Path(f"/proc/{gateway}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            children |= {int(pid) for pid in (task / "children").read_text().split()}
+    return children
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie nobody reaped does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+async def wait_for(condition: Any, what: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not met in {timeout} s: {what}"
+        await asyncio.sleep(0.02)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
+async def test_a_gateway_that_stops_leaves_no_notification_worker_behind(sig):
+    """Its worker processes are reaped before it exits on SIGTERM or SIGINT (Ctrl-C reaches a terminal's
+    whole process group: the workers leave it to the gateway); killed, it leaves its idle worker a
+    closed pipe, on which the worker exits."""
+    env = {"GATEWAY_NOTIFY": f"json://127.0.0.1:{closed_port()}/hook", "GATEWAY_NOTIFY_RETRIES": "0"}
+    with gateway_process("--port", "0", env=env) as (process, url):
+        async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+            response = await client.post("/elicitations", json=form(text_properties(1)))
+            assert response.status_code == 201
+            await wait_for(lambda: notification_workers(process.pid), "a notification worker started")
+            workers = notification_workers(process.pid)
+            if sig == signal.SIGINT:
+                for pid in workers:
+                    os.kill(pid, signal.SIGINT)  # as a terminal's Ctrl-C does to every process of it
+            process.send_signal(sig)
+            await asyncio.to_thread(process.wait, 15)
+        if sig != signal.SIGKILL:  # ended before the gateway exits
+            assert not [pid for pid in workers if running(pid)]
+        await wait_for(lambda: not any(running(pid) for pid in workers), "every worker ended")
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

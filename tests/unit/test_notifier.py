@@ -1,32 +1,35 @@
-"""The notifier on its own, with Apprise plugins of the test's own (``gwrecord://`` keeps what it is
-sent, ``gwstuck://`` blocks where nothing can interrupt it, ``gwsocket://`` waits on a socket that never
-answers): targets that cannot hold each other up, threads of their own and never the loop's default
-executor, bounded threads per target, sockets cut off at the deadline, questions already finished
-skipped, counts per target and outcome, and names of targets that keep their URLs' secrets."""
+"""The notifier on its own, with Apprise plugins of the test's own (``tests/notify_plugins.py``, run in
+the notifier's worker processes: ``gwrecord://`` keeps what it is sent, ``gwstuck://`` sleeps where only
+a kill ends it, ``gwsocket://`` waits on a socket that never answers, ``gwonce://`` hangs once): targets
+that cannot hold each other up, sends in worker processes and never in the loop's default executor,
+workers killed at the deadline, reaped and replaced, questions already finished skipped, counts per
+target and outcome, Apprise's lines logged in the gateway, and names of targets that keep their URLs'
+secrets. Every test ends with every worker reaped, pass or fail."""
 
 import asyncio
 import concurrent.futures
+import json
 import logging
+import os
 import re
 import socket
-import threading
+import subprocess
+import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from apprise.decorators import notify as apprise_plugin
-from apprise.manager_plugins import NotificationManager
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tests.notify_plugins  # noqa: F401 (the test plugins, known to this process's Apprise too)
 from elicitation_gateway import notify
 from elicitation_gateway.conversion.schema import build_form
 from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.models import QuestionRequest
 from elicitation_gateway.notify import (
-    THREADS_PER_TARGET,
     Notifier,
     compose,
     load_plugin,
@@ -35,50 +38,48 @@ from elicitation_gateway.notify import (
 )
 from elicitation_gateway.records import Record
 from elicitation_gateway.settings import Settings
-from tests.helpers import until
+from tests.helpers import child_processes, until
 
 
 class Plugins:
-    """What the test plugins were sent, and the switch that lets ``gwstuck://`` go."""
+    """What the test plugins did, read from the files they keep (they run in worker processes)."""
 
-    def __init__(self) -> None:
-        self.recorded: list[tuple[str, str]] = []
-        self.record_threads: set[str] = set()
-        self.release = threading.Event()
-        self.stuck_calls = 0
-        self.failures_left = 0
-        self.listener: socket.socket | None = None
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def _lines(self, name: str) -> list[str]:
+        path = self.directory / name
+        return path.read_text().splitlines() if path.exists() else []
+
+    @property
+    def recorded(self) -> list[tuple[str, str]]:
+        return [(sent["title"], sent["body"]) for sent in self._sent()]
+
+    def senders(self) -> set[int]:
+        """The pids of the processes ``gwrecord://`` ran in."""
+        return {sent["pid"] for sent in self._sent()}
+
+    def _sent(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self._lines("recorded.jsonl")]
+
+    def stuck(self) -> list[int]:
+        """The pid of each call of ``gwstuck://``."""
+        return [int(pid) for pid in self._lines("stuck.pids")]
+
+    def fail(self, times: int) -> None:
+        (self.directory / "failures").write_text(str(times))
+
+    def open_gate(self) -> None:
+        (self.directory / "open").touch()
+
+    def listen(self, listener: socket.socket) -> None:
+        (self.directory / "listener").write_text(str(listener.getsockname()[1]))
 
 
 @pytest.fixture
-def plugins() -> Iterator[Plugins]:
-    state = Plugins()
-
-    @apprise_plugin(on="gwrecord")
-    def record(body: str, title: str, *args: Any, **kwargs: Any) -> bool:
-        state.record_threads.add(threading.current_thread().name)
-        if state.failures_left:
-            state.failures_left -= 1
-            raise RuntimeError("a plugin's own bug")
-        state.recorded.append((title, body))
-        return True
-
-    @apprise_plugin(on="gwstuck")
-    def stuck(*args: Any, **kwargs: Any) -> bool:
-        state.stuck_calls += 1
-        state.release.wait()  # nothing but the test ends this wait: no socket to cut
-        return True
-
-    @apprise_plugin(on="gwsocket")
-    def silent(*args: Any, **kwargs: Any) -> bool:
-        assert state.listener is not None
-        with socket.create_connection(state.listener.getsockname()) as connection:
-            connection.settimeout(None)  # no timeout of its own: only a cut ends this read
-            return connection.recv(1) != b""
-
-    yield state
-    state.release.set()
-    NotificationManager().remove("gwrecord", "gwstuck", "gwsocket")
+def plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Plugins:
+    monkeypatch.setenv("GATEWAY_TEST_PLUGINS", str(tmp_path))  # before any worker starts
+    return Plugins(tmp_path)
 
 
 def record(request_id: str, message: str = "Deploy?") -> Record:
@@ -101,7 +102,10 @@ def make_notifier(urls: list[str], pending: Any = None, **settings_values: Any) 
     }
     values.update(settings_values)
     metrics = Metrics()
-    return Notifier(Settings(**values), metrics, pending or still_pending), metrics
+    notifier = Notifier(
+        Settings(**values), metrics, pending or still_pending, worker_imports=("tests.notify_plugins",)
+    )
+    return notifier, metrics
 
 
 def count(metrics: Metrics, target: str, outcome: str) -> float:
@@ -112,17 +116,26 @@ def count(metrics: Metrics, target: str, outcome: str) -> float:
     return value
 
 
-def notifier_threads() -> list[threading.Thread]:
-    return [thread for thread in threading.enumerate() if thread.name.startswith("notify ")]
+def workers(notifier: Notifier) -> set[int]:
+    """The pids of the notifier's worker processes (idle or sending)."""
+    return {worker.pid for worker in notifier.pool.workers if worker.pid is not None}
+
+
+def gone(pid: int) -> bool:
+    """Whether ``pid`` has exited and been reaped (a zombie still has its /proc entry)."""
+    return pid not in child_processes() and not Path(f"/proc/{pid}").exists()
 
 
 @pytest.fixture
 async def stopped() -> AsyncIterator[list[Notifier]]:
-    """Notifiers the test started, stopped at its end whatever happens."""
+    """Notifiers the test started, stopped at its end whatever happens: then no worker is left, not
+    even unreaped."""
+    before = child_processes()
     started: list[Notifier] = []
     yield started
     for notifier in started:
         await notifier.stop()
+    assert child_processes() <= before, "a worker process left behind"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -140,7 +153,7 @@ def test_the_documented_limits_are_the_code_s():
     defaults = Settings()
     assert worst_case_seconds(defaults.notify_timeout, defaults.notify_retries) == 43.5
     assert "43.5 s with the defaults" in page
-    assert f"a target has at most {THREADS_PER_TARGET} threads" in page
+    assert "each attempt in a worker process of its own" in page
     assert f"own queue ({notify.QUEUE_SIZE:,} notifications" in page
 
 
@@ -254,7 +267,7 @@ class RecordingExecutor(concurrent.futures.ThreadPoolExecutor):
         return super().submit(fn, *args, **kwargs)
 
 
-async def test_sends_run_on_threads_of_their_own_never_on_the_loops_default_executor(plugins, stopped):
+async def test_sends_run_in_one_warm_worker_process_never_on_the_loops_default_executor(plugins, stopped):
     default = RecordingExecutor()
     asyncio.get_running_loop().set_default_executor(default)
     notifier, metrics = make_notifier(["gwrecord://"])
@@ -263,67 +276,151 @@ async def test_sends_run_on_threads_of_their_own_never_on_the_loops_default_exec
     for number in range(3):
         notifier.submit(record(f"que_{number}"))
     await until(lambda: len(plugins.recorded) == 3, what="three notifications")
-    # Counted once the send's thread has told the loop (a moment after the plugin recorded it).
+    # Counted once the worker has told the gateway (a moment after the plugin recorded it).
     await until(lambda: count(metrics, "1:gwrecord", "sent") == 3, what="three counted as sent")
     assert default.submitted == []
-    assert plugins.record_threads == {"notify 1:gwrecord"}
+    [sender] = plugins.senders()  # started once, for the first, and kept warm for the others
+    assert sender != os.getpid()
+    assert sender in child_processes()
+    assert workers(notifier) == {sender}
 
 
-async def test_an_uninterruptible_target_holds_only_its_own_few_threads_and_delays_no_other(
+async def test_an_uninterruptible_target_has_its_worker_killed_at_each_deadline_and_delays_no_other(
     plugins, stopped, caplog
 ):
-    """``gwstuck://`` blocks where no cut reaches: it keeps at most THREADS_PER_TARGET threads, then
-    fails at once with a line that says why, while ``gwrecord://`` gets everything and the loop's
-    default executor stays free. Once it lets go, its threads end."""
+    """``gwstuck://`` sleeps where nothing in its process can end it: each attempt's worker is killed at
+    ``notify_timeout`` and reaped, with a line that says why, while ``gwrecord://`` gets everything from a
+    worker of its own and the loop's default executor stays free."""
     caplog.set_level(logging.INFO, logger="elicitation_gateway.notify")
     notifier, metrics = make_notifier(["gwstuck://", "gwrecord://"], notify_timeout=0.2)
     stopped.append(notifier)
     notifier.start()
-    questions = 3 * THREADS_PER_TARGET
+    questions = 3
     for number in range(questions):
         notifier.submit(record(f"que_{number}"))
     await until(lambda: len(plugins.recorded) == questions, what="every notification to the good target")
     assert await asyncio.wait_for(asyncio.to_thread(lambda: "free"), 5) == "free"
-    await until(lambda: count(metrics, "1:gwstuck", "failed") == questions, timeout=10, what="all failed")
-    assert plugins.stuck_calls == THREADS_PER_TARGET
-    assert len(notifier_threads()) == THREADS_PER_TARGET
-    held = metrics.registry.get_sample_value("gateway_notification_threads", {"target": "1:gwstuck"})
-    assert held == THREADS_PER_TARGET
-    assert any(
-        "target 1:gwstuck" in line and f"all {THREADS_PER_TARGET} of its threads are still held" in line
-        for line in caplog.messages
-    )
+    await until(lambda: count(metrics, "1:gwstuck", "failed") == questions, timeout=30, what="all failed")
+    stuck = plugins.stuck()
+    assert len(set(stuck)) == questions  # each attempt in a worker of its own: the last one was killed
+    await until(lambda: all(gone(pid) for pid in stuck), what="every stuck worker killed and reaped")
+    assert len(plugins.senders()) == 1  # the good target's worker was never touched
     assert count(metrics, "2:gwrecord", "sent") == questions
-    plugins.release.set()
-    await until(lambda: not notifier_threads(), what="the stuck threads end once let go")
+    assert sum("target 1:gwstuck" in line and "no answer within 0.2 s" in line for line in caplog.messages)
 
 
-async def test_an_attempt_past_its_deadline_has_its_sockets_shut(plugins, stopped):
-    """``gwsocket://`` reads, with no timeout, from a socket that never answers: only the notifier's cut
-    at ``notify_timeout`` ends it, and its thread with it."""
+async def test_a_hanging_target_is_killed_at_its_deadline_and_its_process_reaped(plugins, stopped):
+    notifier, metrics = make_notifier(["gwstuck://"], notify_timeout=1)
+    stopped.append(notifier)
+    notifier.start()
+    notifier.submit(record("que_1"))
+    await until(lambda: bool(plugins.stuck()), what="the attempt under way in its worker")
+    began = time.monotonic()
+    [pid] = plugins.stuck()
+    assert pid in child_processes()
+    await until(lambda: count(metrics, "1:gwstuck", "failed") == 1, what="the attempt failed")
+    assert gone(pid)  # killed and reaped by the time the failure is counted
+    # At its deadline: not before, and not long after (the worker had started before the plugin ran).
+    assert 0.5 < time.monotonic() - began < 5
+    # A replacement is started at once, with nothing to send yet, and kept warm.
+    await until(lambda: bool(child_processes() - {pid}), what="a replacement worker")
+
+
+async def test_an_attempt_past_its_deadline_never_announces_late(plugins, stopped):
+    """``gwlate://`` would deliver 1.5 s after it starts: its worker is killed at the 0.5 s deadline, so
+    the notification never arrives, not even after the plugin's time has passed."""
+    notifier, metrics = make_notifier(["gwlate://"], notify_timeout=0.5)
+    stopped.append(notifier)
+    notifier.start()
+    notifier.submit(record("que_1"))
+    await until(lambda: count(metrics, "1:gwlate", "failed") == 1, what="the attempt failed")
+    assert (plugins.directory / "late.pids").exists()  # it had started
+    await asyncio.sleep(2)
+    assert plugins.recorded == []
+
+
+async def test_the_next_delivery_after_a_kill_works_in_a_new_worker(plugins, stopped):
+    """``gwonce://`` hangs on its first call only: that attempt's worker is killed, and the next
+    notification to the same target is sent by its replacement."""
+    notifier, metrics = make_notifier(["gwonce://"], notify_timeout=0.5)
+    stopped.append(notifier)
+    notifier.start()
+    notifier.submit(record("que_1"))
+    notifier.submit(record("que_2"))
+    await until(lambda: count(metrics, "1:gwonce", "sent") == 1, timeout=20, what="the second sent")
+    assert count(metrics, "1:gwonce", "failed") == 1
+    killed = int((plugins.directory / "once.pid").read_text())
+    assert gone(killed)
+    assert [body.splitlines()[-1] for _, body in plugins.recorded] == [
+        "Answer: https://gw.test/?question=que_2"
+    ]
+    assert plugins.senders() == workers(notifier)
+    assert killed not in plugins.senders()
+
+
+async def test_an_attempt_past_its_deadline_has_its_connection_ended_with_its_worker(plugins, stopped):
+    """``gwsocket://`` reads, with no timeout, from a socket that never answers: only the kill of its
+    worker at ``notify_timeout`` ends it, and the target sees the connection end."""
     with socket.create_server(("127.0.0.1", 0)) as listener:
-        plugins.listener = listener
-        notifier, metrics = make_notifier(["gwsocket://"], notify_timeout=0.2, notify_retries=1)
+        plugins.listen(listener)
+        notifier, metrics = make_notifier(["gwsocket://"], notify_timeout=0.5, notify_retries=1)
         stopped.append(notifier)
         notifier.start()
         notifier.submit(record("que_1"))
-        await until(lambda: count(metrics, "1:gwsocket", "failed") == 1, what="both attempts cut off")
-        await until(lambda: not notifier_threads(), what="the cut threads end")
+        listener.settimeout(20)
+        for _ in range(2):  # the first attempt and its retry
+            connection, _ = await asyncio.to_thread(listener.accept)
+            with connection:
+                connection.settimeout(20)
+                assert await asyncio.to_thread(connection.recv, 1) == b""  # ended by the kill
+        await until(lambda: count(metrics, "1:gwsocket", "failed") == 1, what="both attempts killed")
 
 
-async def test_stop_cuts_off_what_is_being_sent_and_leaves_no_thread_or_task(plugins):
+async def test_stop_kills_what_is_being_sent_and_leaves_no_process_or_task(plugins):
+    before = child_processes()
     with socket.create_server(("127.0.0.1", 0)) as listener:
-        plugins.listener = listener
+        plugins.listen(listener)
         notifier, metrics = make_notifier(["gwsocket://"], notify_timeout=30)
         notifier.start()
         tasks_before = asyncio.all_tasks()
         notifier.submit(record("que_1"))
         notifier.submit(record("que_2"))
-        await until(lambda: len(notifier_threads()) == 1, what="the first send under way")
+        listener.settimeout(20)
+        connection, _ = await asyncio.to_thread(listener.accept)  # the first send under way
+        connection.close()
+        [sending] = workers(notifier)
         await notifier.stop()
-        assert not notifier_threads()
+        assert gone(sending)
+        assert child_processes() <= before
         assert not [task for task in asyncio.all_tasks() - tasks_before if not task.done()]
         assert count(metrics, "1:gwsocket", "dropped") == 2
+
+
+async def test_stop_tells_idle_workers_to_exit_and_reaps_them(plugins):
+    before = child_processes()
+    notifier, metrics = make_notifier(["gwrecord://", "gwrecord://?x=1"])
+    notifier.start()
+    notifier.submit(record("que_1"))
+    await until(lambda: count(metrics, "2:gwrecord", "sent") == 1, what="sent to both")
+    await until(lambda: count(metrics, "1:gwrecord", "sent") == 1, what="sent to both")
+    idle = workers(notifier)
+    assert len(idle) == 2  # a worker for each target
+    await notifier.stop()
+    assert all(gone(pid) for pid in idle)
+    assert child_processes() <= before
+
+
+async def test_apprise_lines_in_a_worker_are_logged_in_the_gateway_at_its_level(plugins, stopped, caplog):
+    caplog.set_level(logging.INFO)
+    notifier, metrics = make_notifier(["gwquiet://"])
+    stopped.append(notifier)
+    notifier.start()
+    notifier.submit(record("que_1"))
+    await until(lambda: count(metrics, "1:gwquiet", "failed") == 1, what="not delivered")
+    lines = [(entry.name, entry.levelname, entry.getMessage()) for entry in caplog.records]
+    assert ("apprise.custom", "WARNING", "gwquiet refused it: quota reached") in lines
+    assert not [line for line in lines if "gwquiet debug detail" in line[2]]  # below the gateway's level
+    assert any("not delivered (Apprise's log says why)" in line[2] for line in lines)
 
 
 async def test_a_finished_question_is_skipped_and_one_the_store_cannot_look_up_is_sent(plugins, stopped):
@@ -343,7 +440,7 @@ async def test_a_finished_question_is_skipped_and_one_the_store_cannot_look_up_i
 
 
 async def test_a_plugin_that_raises_is_a_failed_attempt_retried_and_the_worker_goes_on(plugins, stopped):
-    plugins.failures_left = 2
+    plugins.fail(2)
     notifier, metrics = make_notifier(["gwrecord://"], notify_retries=1)
     stopped.append(notifier)
     notifier.start()
@@ -352,22 +449,23 @@ async def test_a_plugin_that_raises_is_a_failed_attempt_retried_and_the_worker_g
     await until(lambda: count(metrics, "1:gwrecord", "sent") == 1, what="the second sent")
     assert count(metrics, "1:gwrecord", "failed") == 1
     assert len(plugins.recorded) == 1
+    assert plugins.senders() == workers(notifier)  # the same worker: an exception kills nothing
 
 
 async def test_a_full_queue_drops_and_counts(plugins, monkeypatch):
     monkeypatch.setattr(notify, "QUEUE_SIZE", 2)
-    notifier, metrics = make_notifier(["gwstuck://"], notify_timeout=30)
+    notifier, metrics = make_notifier(["gwgate://"], notify_timeout=30)
     notifier.start()
     for number in range(5):
         notifier.submit(record(f"que_{number}"))
-    assert count(metrics, "1:gwstuck", "dropped") == 3  # the worker has taken none yet
-    plugins.release.set()
+    assert count(metrics, "1:gwgate", "dropped") == 3  # the worker task has taken none yet
+    plugins.open_gate()
     await notifier.stop(flush=True)
-    assert count(metrics, "1:gwstuck", "sent") == 2
+    assert count(metrics, "1:gwgate", "sent") == 2
 
 
 async def test_stop_with_flush_sends_what_is_queued_and_without_drops_it(plugins):
-    flushing, flushed = make_notifier(["gwrecord://"])
+    flushing, flushed = make_notifier(["gwrecord://"], notify_timeout=30)
     flushing.start()
     dropping, dropped = make_notifier(["gwrecord://"])
     dropping.start()
@@ -379,3 +477,17 @@ async def test_stop_with_flush_sends_what_is_queued_and_without_drops_it(plugins
     assert count(flushed, "1:gwrecord", "sent") == 3
     assert count(dropped, "1:gwrecord", "dropped") == 3
     assert count(dropped, "1:gwrecord", "sent") == 0
+
+
+def test_the_latency_script_measures_a_worker():
+    """``scripts/notify_latency.py``, whose numbers docs/performance.md shows, runs and reports each."""
+    script = Path(__file__).resolve().parents[2] / "scripts" / "notify_latency.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--count", "3"], capture_output=True, text=True, timeout=60, check=True
+    )
+    measured = json.loads(done.stdout)
+    assert measured["warm_deliveries"] == 3
+    assert measured["first_delivery_s"] > 0
+    assert measured["worker_mb"]["rss"] > 0
+    assert measured["kill_and_reap_ms"] > 0
+    assert measured["replacement_ready_s"] > 0
