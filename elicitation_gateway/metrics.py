@@ -82,6 +82,13 @@ class Metrics:
             ["target", "outcome"],
             registry=self.registry,
         )
+        self.webhooks = Counter(
+            "gateway_webhooks",
+            "Webhook deliveries (GATEWAY_WEBHOOK_URLS) by receiver (its position) and outcome: sent, "
+            "retried, failed after every attempt, dropped (queue full).",
+            ["receiver", "outcome"],
+            registry=self.registry,
+        )
         self._exposed = _WithoutCreated(self.registry)
 
     def exposition(self) -> bytes:

@@ -1,12 +1,13 @@
 """Every setting of the service, read from ``GATEWAY_*`` environment variables (and flags)."""
 
+import base64
 import ipaddress
 import os
 import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from elicitation_gateway.stores import schemes as store_schemes
@@ -223,6 +224,48 @@ class Settings(BaseSettings):
         description="Seconds before a question expires to notify again while it is unanswered (only "
         "questions whose timeout is longer get a reminder). 0: no reminders.",
     )
+
+    # Webhooks
+    webhook_urls: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="URLs sent every `question.*` event as a POST signed as Standard Webhooks says "
+        "(comma-separated; docs/deploying.md#webhooks). Needs `GATEWAY_WEBHOOK_SECRET`. Unset: no webhooks.",
+    )
+    webhook_secret: SecretStr | None = Field(
+        None,
+        validate_default=True,
+        description="The webhooks' signing secret, `whsec_` and the base64 of 24 to 64 random bytes "
+        "(`whsec_$(openssl rand -base64 32)`); receivers verify with the same.",
+    )
+
+    @field_validator("webhook_urls", mode="before")
+    @classmethod
+    def _webhook_urls(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [url.strip() for url in value.split(",") if url.strip()]
+        if isinstance(value, list):
+            for position, url in enumerate(value, start=1):  # by position: a URL may hold a token
+                if not re.fullmatch(r"https?://[^\s/@]+(/\S*)?", str(url)):
+                    raise ValueError(
+                        f"URL number {position} is not an http:// or https:// URL without credentials"
+                    )
+        return value
+
+    @field_validator("webhook_secret", mode="before")
+    @classmethod
+    def _webhook_secret(cls, value: object, info: ValidationInfo) -> object:
+        if value == "" or value is None:
+            if info.data.get("webhook_urls"):
+                raise ValueError("GATEWAY_WEBHOOK_URLS needs it: every webhook is signed")
+            return None
+        text = value.get_secret_value() if isinstance(value, SecretStr) else str(value)
+        try:
+            secret = base64.b64decode(text.removeprefix("whsec_"), validate=True)
+        except ValueError:
+            secret = b""
+        if not text.startswith("whsec_") or not 24 <= len(secret) <= 64:
+            raise ValueError("must be whsec_ and the base64 of 24 to 64 random bytes")
+        return value
 
     @field_validator("notify", mode="before")
     @classmethod

@@ -24,6 +24,7 @@ import httpx
 from standardwebhooks import Webhook
 
 from elicitation_gateway.encoding import dumps
+from elicitation_gateway.stores.base import Store, StoreUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +37,8 @@ RETRIES = (1.0, 5.0, 30.0, 120.0, 600.0)
 ATTEMPT_TIMEOUT = 10.0
 """Seconds one attempt may take, connection, request and response together."""
 OUTCOMES = ("sent", "retried", "failed", "dropped")
+RESUBSCRIBE = 1.0
+"""Seconds before following the store's events again after it could not be reached."""
 USER_AGENT = "elicitation-gateway-webhooks"
 
 Outcome = Callable[[str, str], None]
@@ -85,6 +88,8 @@ class _Receiver:
             except Exception:  # a receiver must never end the worker
                 logger.exception("webhook %s: delivery %s failed", self.url, delivery.id)
                 ok = False
+            finally:
+                self.queue.task_done()
             if ok:
                 self.sender.told(self.url, "sent")
             elif delivery.attempt < len(self.sender.retries):
@@ -176,6 +181,14 @@ class WebhookSender:
         logger.info("webhook %s: %s attempt %d: %s", url, delivery.id, delivery.attempt + 1, problem)
         return False
 
+    async def drain(self, within: float) -> None:
+        """Waits up to ``within`` seconds until no delivery is queued or being sent (retries waiting
+        for their time are not waited for)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(within):
+                for receiver in self.receivers:
+                    await receiver.queue.join()
+
     def told(self, url: str, outcome: str) -> None:
         if self.on_outcome is not None:
             self.on_outcome(url, outcome)
@@ -185,3 +198,52 @@ class WebhookSender:
             await receiver.stop()
         if self.client is not None:
             await self.client.aclose()
+
+
+async def relay(store: Store, sender: WebhookSender) -> None:
+    """Hands every ``question.*`` event the store publishes to ``sender``, until cancelled; follows
+    the store again after a subscription ends (the store closed it, or could not be reached)."""
+    while True:
+        try:
+            subscription = await store.subscribe()
+        except StoreUnavailable:
+            await asyncio.sleep(RESUBSCRIBE)
+            continue
+        try:
+            async for event in subscription:
+                if event.type.startswith("question."):
+                    sender.submit(event.id, event.type, event.properties)
+        except StoreUnavailable:
+            pass
+        finally:
+            subscription.close()
+        await asyncio.sleep(RESUBSCRIBE)
+
+
+class Webhooks:
+    """The service's webhooks: a sender for ``GATEWAY_WEBHOOK_URLS``, fed by following the store's
+    events, counted in ``gateway_webhooks_total``."""
+
+    def __init__(self, urls: Iterable[str], secret: str, metrics: Any = None) -> None:
+        self.positions = {url: str(position) for position, url in enumerate(urls, start=1)}
+        self.metrics = metrics
+        self.sender = WebhookSender(self.positions, secret, on_outcome=self._count)
+        self.following: asyncio.Task[None] | None = None
+
+    def _count(self, url: str, outcome: str) -> None:
+        if self.metrics is not None:  # by position: a URL may hold a token
+            self.metrics.webhooks.labels(self.positions[url], outcome).inc()
+
+    def start(self, store: Store) -> None:
+        self.sender.start()
+        self.following = asyncio.create_task(relay(store, self.sender))
+
+    async def stop(self, grace: float = 0) -> None:
+        """Stops following the store, then gives what is queued up to ``grace`` seconds to go out."""
+        if self.following is not None:
+            await asyncio.sleep(0.05)  # the events just published reach the sender first
+            self.following.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.following
+        await self.sender.drain(grace)
+        await self.sender.stop()

@@ -34,6 +34,7 @@ from elicitation_gateway.server.routes.table import ROUTES
 from elicitation_gateway.server.tracing import tracing_middleware
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores.base import StoreUnavailable
+from elicitation_gateway.webhooks import Webhooks
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +89,18 @@ def _reread_on_sighup(people: PeopleFile) -> bool:
     return True
 
 
+WEBHOOK_GRACE = 2.0
+"""Seconds a stopping gateway gives the webhooks still queued (the shutdown's own events among them)."""
+
+
+def _start_webhooks(settings: Settings, gateway: Gateway) -> Webhooks | None:
+    if not settings.webhook_urls or settings.webhook_secret is None:
+        return None
+    webhooks = Webhooks(settings.webhook_urls, settings.webhook_secret.get_secret_value(), gateway.metrics)
+    webhooks.start(gateway.store)
+    return webhooks
+
+
 def create_app(settings: Settings | None = None, gateway: Gateway | None = None) -> Starlette:
     settings = settings or Settings()
     gateway = gateway or Gateway(settings)
@@ -115,6 +128,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await gateway.start()
+        webhooks = _start_webhooks(settings, gateway)
         rereading = people is not None and _reread_on_sighup(people)
         # The MCP server's sessions end after the gateway's questions, the bridge's upstream after both.
         async with bridge.running() if bridge else contextlib.nullcontext(), mcp.running():
@@ -124,6 +138,8 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
                 if rereading:
                     asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
                 await gateway.shutdown()
+                if webhooks is not None:  # after the shutdown, whose question.rejected events go too
+                    await webhooks.stop(grace=WEBHOOK_GRACE)
 
     app = Starlette(
         routes=ROUTES.routes(bridge.handlers if bridge else None),

@@ -8,15 +8,18 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from aiohttp import web
 
 from elicitation_gateway import webhooks
 from elicitation_gateway.webhooks import WebhookSender
+from tests.helpers import ask, form, pending
 
 SECRET = "whsec_" + base64.b64encode(os.urandom(24)).decode()
 NODE_TESTS = Path(__file__).resolve().parents[1] / "e2e" / "node"
@@ -242,3 +245,72 @@ async def test_a_receiver_whose_queue_is_full_drops_what_it_cannot_hold(monkeypa
         finally:
             await sender.stop()
     assert outcomes.count("dropped") == 7  # queued at once: three held, the rest dropped
+
+
+# ---------------------------------------------------------------------------------------------------
+# On a real gateway
+
+
+async def test_a_gateway_sends_each_question_event_to_its_receivers(make_server):
+    """Asked, then replied; asked, then declined: each event once, signed, with the event's own id,
+    and counted by outcome in /metrics."""
+    async with Receiver() as receiver, Receiver(hang=True) as hanging:
+        server = make_server(webhook_urls=f"{hanging.url},{receiver.url}", webhook_secret=SECRET)
+        async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
+            params = form(
+                {"type": "object", "properties": {"deploy": {"type": "boolean", "title": "Deploy now?"}}},
+                "Ship it?",
+            )
+            for answer in ("reply", "reject"):
+                tool = ask(http, params)
+                [request] = await pending(http)
+                if answer == "reply":
+                    await http.post(f"/question/{request['id']}/reply", json={"answers": [["Yes"]]})
+                else:
+                    await http.post(f"/question/{request['id']}/reject")
+                await tool
+            sent = 'gateway_webhooks_total{outcome="sent",receiver="2"} 4.0'
+            for _ in range(500):  # the sender counts each delivery once the receiver has answered it
+                metrics = (await http.get("/metrics")).text
+                if sent in metrics:
+                    break
+                await asyncio.sleep(0.02)
+    payloads = verified_by_the_reference_library(SECRET, receiver.posts)
+    kinds = sorted(p["type"] for p in payloads)
+    assert kinds == ["question.asked", "question.asked", "question.rejected", "question.replied"]
+    replied = next(p for p in payloads if p["type"] == "question.replied")
+    assert replied["data"]["answers"] == [["Yes"]]
+    asked = next(p for p in payloads if p["type"] == "question.asked")
+    assert asked["data"]["questions"][0]["question"].endswith("Deploy now?")
+    ids = [post["headers"]["webhook-id"] for post in receiver.posts]
+    assert len(set(ids)) == 4
+    assert all(event_id.startswith("evt_") for event_id in ids)
+    assert sent in metrics
+    assert len(receiver.posts) == 4
+    assert "127.0.0.1" not in metrics.split("gateway_webhooks")[1]  # receivers by position, never URL
+
+
+@pytest.mark.parametrize(
+    ("settings", "says"),
+    [
+        ({"GATEWAY_WEBHOOK_URLS": "http://127.0.0.1:9/hook"}, "GATEWAY_WEBHOOK_URLS needs it"),
+        ({"GATEWAY_WEBHOOK_URLS": "ftp://127.0.0.1/hook", "GATEWAY_WEBHOOK_SECRET": SECRET}, "URL number 1"),
+        (
+            {"GATEWAY_WEBHOOK_URLS": "http://a:token@h/", "GATEWAY_WEBHOOK_SECRET": SECRET},
+            "without credentials",
+        ),
+        ({"GATEWAY_WEBHOOK_SECRET": "whsec_c2hvcnQ="}, "24 to 64 random bytes"),
+        ({"GATEWAY_WEBHOOK_SECRET": "not-whsec"}, "must be whsec_"),
+    ],
+)
+def test_webhook_settings_that_cannot_work_stop_the_start(settings, says):
+    done = subprocess.run(
+        [sys.executable, "-m", "elicitation_gateway", "--port", "0"],
+        env={"PATH": "/usr/bin:/bin", **settings},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert says in done.stderr
+    assert "token" not in done.stderr
