@@ -9,10 +9,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import proxy, report, scenarios, stalled
+from bench import memory, proxy, report, scenarios, stalled
 from bench.process import REPOSITORY
 
-SECTIONS = ("round-trips", "fan-out", "capacity", "big-asks", "stalled", "proxy")
+SECTIONS = ("round-trips", "memory", "fan-out", "capacity", "big-asks", "stalled", "proxy")
 
 
 def _counts(text: str) -> list[int]:
@@ -55,6 +55,7 @@ def parse(argv: list[str]) -> Command:
     parser.add_argument("--concurrency", type=_counts, default=[1, 32, 128], help="tools at once (1,32,128)")
     parser.add_argument("--subscribers", type=_counts, default=[1000, 5000], help="fan-out sizes (1000,5000)")
     parser.add_argument("--pending", type=int, default=10_000, help="pending questions for capacity")
+    parser.add_argument("--held", type=int, default=1000, help="memory: POST /elicit held at once (1000)")
     parser.add_argument("--duration", type=float, default=8.0, help="seconds measured per run (8)")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds of load before measuring (2)")
     parser.add_argument("--questions", type=int, default=40, help="questions asked per fan-out size (40)")
@@ -121,6 +122,7 @@ def parse(argv: list[str]) -> Command:
         big_asks=args.big_asks,
         proxy_in_flight=args.in_flight,
         stalled_subscribers=args.stalled,
+        held=args.held,
     )
     if args.quick:
         options = scenarios.Options(
@@ -142,6 +144,7 @@ def parse(argv: list[str]) -> Command:
             proxy_in_flight=[4],
             proxy_eras=["legacy"],
             proxy_transports=["stdio"],
+            held=20,
         )
     if args.priority:
         os.setpriority(os.PRIO_PROCESS, 0, args.priority)  # servers and clients inherit it
@@ -171,6 +174,8 @@ def main(argv: list[str]) -> int:
                 shared[module] = stack.enter_context(options.server(module))
         if "round-trips" in sections:
             results["round_trips"] = scenarios.round_trips(options, shared)
+        if "memory" in sections:
+            results["memory"] = memory.memory(options, shared)
         if "fan-out" in sections:
             results["fan_out"] = [scenarios.fan_out(options, count, shared) for count in options.subscribers]
         if "capacity" in sections:

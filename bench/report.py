@@ -287,6 +287,8 @@ def render(results: dict[str, Any]) -> str:
         parts.append(f"Before: {before['file']} (store {before['store'] or 'not recorded'})")
     if (trips := results.get("round_trips")) is not None:
         parts.append(_round_trips(trips, before is not None))
+    if (held := results.get("memory")) is not None:
+        parts.append(_memory(held))
     if (fan := results.get("fan_out")) is not None:
         parts.append(_fan_out(fan))
     if (capacity := results.get("capacity")) is not None:
@@ -350,6 +352,25 @@ def _round_trips(trips: dict[str, Any], with_before: bool) -> str:
         notes.append("before: the gateway's same measure in the --before file, at the same C.")
     parts.append("\n".join(notes))
     return "\n".join(parts)
+
+
+def _memory(memory: dict[str, Any]) -> str:
+    gateway, baseline = memory["gateway"], memory["baseline"]
+    rows = [
+        [
+            "idle process, after one round trip (MB)",
+            gateway["idle_mb"],
+            baseline["idle_mb"],
+            memory["idle_ratio"],
+        ],
+        [
+            f"each of {memory['held']:,} held POST /elicit (KB)",
+            gateway["kb_per_held"],
+            baseline["kb_per_held"],
+            memory["held_ratio"],
+        ],
+    ]
+    return "\nMemory (RSS)\n" + _table(["", "gateway", "baseline", "ratio"], rows)
 
 
 def _fan_out(fan: list[dict[str, Any]]) -> str:

@@ -63,6 +63,7 @@ class Options:
     stalled_subscribers: int = 400
     stalled_questions: int = 20
     stalled_send_timeout: float = 30.0
+    held: int = 1000
 
     def serving(self, module: str, shared: "Shared") -> contextlib.AbstractContextManager[ServerProcess]:
         """A fresh server for a section (so its memory is its own), or the one the quick run shares."""

@@ -393,3 +393,14 @@ def test_app_dir_changes_the_service_measured_and_nothing_else(tmp_path):
     finally:
         shutil.rmtree(server._workdir, ignore_errors=True)
     assert found == [str(tmp_path / "elicitation_gateway"), str(REPOSITORY / "bench")]
+
+
+def test_memory_is_measured_beside_the_baseline(quick_run):
+    results, printed = quick_run
+    memory = results["memory"]
+    assert memory["held"] == 20
+    for name in ("gateway", "baseline"):
+        assert memory[name]["idle_mb"] > 10
+        assert memory[name]["held_mb"] >= memory[name]["idle_mb"] - 1
+    assert len(memory["each_run"]) == RUNS
+    assert "each of 20 held POST /elicit (KB)" in printed
