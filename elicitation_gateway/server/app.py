@@ -20,12 +20,12 @@ from elicitation_gateway.gateway import Gateway
 from elicitation_gateway.server.logs import CLIENT_GONE, hide_access_queries, route_of
 from elicitation_gateway.server.mcp_endpoint import McpEndpoint
 from elicitation_gateway.server.openapi import openapi_document
+from elicitation_gateway.server.refusals import exception_handlers
 from elicitation_gateway.server.routes.parsing import UrlTextCheck
 from elicitation_gateway.server.routes.table import ROUTES
 from elicitation_gateway.server.security import AccessControl, BrowserGuard
 from elicitation_gateway.server.tracing import tracing_middleware
 from elicitation_gateway.settings import Settings
-from elicitation_gateway.stores.base import StoreUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -70,12 +70,6 @@ async def _client_gone(request: Request, error: Exception) -> Response:
     return Response(status_code=499)  # nginx's "client closed request": nobody is left to receive it
 
 
-async def _store_unavailable(request: Request, error: Exception) -> JsonResponse:
-    return JsonResponse(
-        {"error": "store_unavailable", "message": str(error)}, status_code=503, headers={"Retry-After": "1"}
-    )
-
-
 def create_app(settings: Settings | None = None, gateway: Gateway | None = None) -> Starlette:
     settings = settings or Settings()
     gateway = gateway or Gateway(settings)
@@ -112,7 +106,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         lifespan=lifespan,
         exception_handlers={
             HTTPException: _http_error,
-            StoreUnavailable: _store_unavailable,
+            **exception_handlers(ROUTES.role_of),  # the gateway's refusals (StoreUnavailable: 503)
             ClientDisconnect: _client_gone,
             Exception: _server_error,
         },

@@ -21,6 +21,15 @@ from elicitation_gateway.conversion.forms import FormCache, Limits
 from elicitation_gateway.conversion.schema import SOFT_QUESTION_LIMIT, Form, SchemaError
 from elicitation_gateway.deadlines import Deadlines
 from elicitation_gateway.encoding import to_utf8
+from elicitation_gateway.gateway.errors import (
+    AlreadyFinished,
+    KeyReused,
+    LimitExceeded,
+    NotFound,
+    ShuttingDown,
+    TooLarge,
+    TooManySubscribers,
+)
 from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.models import QuestionRequest, QuestionTool
 from elicitation_gateway.notify import Notifier
@@ -29,6 +38,23 @@ from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores import make_store
 from elicitation_gateway.stores.base import Store, StoreUnavailable, Subscription
 from elicitation_gateway.stores.orphans import DigestMismatch, HeldKey
+
+__all__ = [
+    "AlreadyFinished",
+    "AskOptions",
+    "Caller",
+    "Gateway",
+    "KeyReused",
+    "LimitExceeded",
+    "NotFound",
+    "ShuttingDown",
+    "TooLarge",
+    "TooManySubscribers",
+    "WaitStatus",
+    "normalize_directory",
+    "printable_id",
+    "valid_session_id",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -46,43 +72,6 @@ KEY_POLL = 0.05
 """Seconds between two looks at a question that a call of the same Idempotency-Key on another replica
 is asking."""
 """An owed finish that is the question's expiry (``cancel``, or the defaults), not a withdrawal."""
-
-
-class NotFound(LookupError):
-    """No pending (or, where it matters, no finished) record with this id; ``status``, how it
-    finished, when it is known to have been asked and has finished."""
-
-    def __init__(self, request_id: str, status: Status | None = None) -> None:
-        super().__init__(request_id)
-        self.request_id = request_id
-        self.status = status
-
-
-class AlreadyFinished(Exception):
-    def __init__(self, record: Record) -> None:
-        super().__init__(f"{record.id} is already {record.status}")
-        self.record = record
-
-
-class ShuttingDown(Exception):
-    """The gateway is stopping and takes no new questions."""
-
-
-class LimitExceeded(Exception):
-    """Too many questions pending; the tool may ask again once some are answered."""
-
-
-class TooLarge(Exception):
-    """A question larger than a session's whole budget: it can never be asked as it is."""
-
-
-class TooManySubscribers(Exception):
-    """As many event streams are open as the gateway serves (``GATEWAY_MAX_SUBSCRIBERS``)."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(
-            f"{limit} event streams are open, the most the gateway serves (GATEWAY_MAX_SUBSCRIBERS)"
-        )
 
 
 @dataclass(frozen=True)
@@ -144,10 +133,6 @@ class WaitStatus:
         left = max(0.0, self.expires_in)
         expires = f"{math.ceil(left / 60)} min" if left >= 60 else f"{math.ceil(left)} s"
         return f"waiting for an answer, {answerers}, expires in {expires}"
-
-
-class KeyReused(Exception):
-    """An ``Idempotency-Key`` used again with another body."""
 
 
 MAX_ID_LENGTH = 200
