@@ -1,26 +1,22 @@
 """The service: asks elicitations, finishes them (reply, reject, withdraw, timeout, shutdown).
 
 Routes call :class:`Gateway`, a facade over the parts of this package: asking (:mod:`.asking`),
-admission and the budget (:mod:`.admission`), waiting for results (:mod:`.waiting`), re-attaching
-callers who went away (:mod:`.reattach`), finishes owed during store outages (:mod:`.owed`), expiry
-(:mod:`.expiry`), finishing (:mod:`.finishing`) and following a shared or durable store
-(:mod:`.following`); their refusals are in :mod:`.errors`. It calls the pure conversion
+answering (:mod:`.answering`), admission and the budget (:mod:`.admission`), waiting for results
+(:mod:`.waiting`), re-attaching callers who went away (:mod:`.reattach`), finishes owed during store
+outages (:mod:`.owed`), expiry (:mod:`.expiry`), finishing (:mod:`.finishing`) and following a shared
+or durable store (:mod:`.following`); their refusals are in :mod:`.errors`. It calls the pure conversion
 (:mod:`elicitation_gateway.conversion`) and the :class:`~elicitation_gateway.stores.base.Store`.
 Nothing here knows HTTP.
 """
 
 import asyncio
 import logging
-import time
 from collections.abc import Coroutine
-from contextlib import AbstractContextManager
 from typing import Any
 
-from elicitation_gateway.conversion.answers import answers_to_result
-from elicitation_gateway.encoding import to_utf8
 from elicitation_gateway.gateway.admission import Admission
+from elicitation_gateway.gateway.answering import DECLINE, Answering
 from elicitation_gateway.gateway.asking import (
-    NO_OPTIONS,
     Asking,
     AskOptions,
     normalize_directory,
@@ -44,10 +40,10 @@ from elicitation_gateway.gateway.reattach import Caller, Reattach
 from elicitation_gateway.gateway.waiting import Heartbeat, Waiting, WaitStatus
 from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.notify import Notifier
-from elicitation_gateway.records import Record, Status
+from elicitation_gateway.records import Record
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores import make_store
-from elicitation_gateway.stores.base import Store, StoreUnavailable, Subscription
+from elicitation_gateway.stores.base import Store, StoreUnavailable
 
 __all__ = [
     "ACCEPT",
@@ -71,8 +67,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-DECLINE = "decline"
 
 
 class Gateway:
@@ -134,6 +128,19 @@ class Gateway:
         self.following = Following(
             store, self.expiry, self.admission, finish=finish, owe=self._owe, closing=closing
         )
+        # What the routes call that one part does alone (each documented there).
+        self.subscribe, self.unsubscribe = self.admission.subscribe, self.admission.unsubscribe
+        self.admit_mcp_stream = self.admission.admit_mcp_stream
+        self.release_mcp_stream = self.admission.release_mcp_stream
+        self.pending_bytes, self.forms = self.admission.pending_bytes, self.asking.forms
+        self.ask, self.ask_or_attach = self.asking.ask, self.reattach.ask_or_attach
+        self.result, self.tool_waiting = self.waiting.result, self.waiting.tool_waiting
+        self.answering = answering = Answering(
+            store, finish=finish, expire_now=self.expiry.expire_now, owed_first=self.owed.first
+        )
+        self.pending_listing, self.pending_json = answering.pending_listing, answering.pending_json
+        self.pending_record, self.reply = answering.pending_record, answering.reply
+        self.reject = answering.reject
 
     async def start(self) -> None:
         await self.store.start()
@@ -177,7 +184,7 @@ class Gateway:
             await self.notifier.stop(flush=outlive)
         await self.store.close()
         self.expiry.clear()
-        self.reattach.windows.clear()
+        self.reattach.stop()
 
     @property
     def closing(self) -> bool:
@@ -192,16 +199,6 @@ class Gateway:
     def mcp_streams(self) -> int:
         return self.admission.mcp_streams
 
-    @property
-    def pending_bytes(self):
-        """The memory budget of pending questions (:class:`.PendingBytes`)."""
-        return self.admission.pending_bytes
-
-    @property
-    def forms(self):
-        """Forms of schemas asked before (:class:`.FormCache`)."""
-        return self.asking.forms
-
     async def healthy(self) -> bool:
         return await self.store.healthy()
 
@@ -209,15 +206,15 @@ class Gateway:
         """Why the store cannot serve now (for ``/readyz``); None when it can."""
         return await self.store.problem()
 
+    async def count_pending(self) -> int:
+        return await self.store.count_pending()
+
     async def _still_pending(self, request_id: str) -> bool:
         try:
             record = await self.store.get(request_id)
         except StoreUnavailable:
             return True  # better told twice than not at all
         return record is not None and record.pending
-
-    async def count_pending(self) -> int:
-        return await self.store.count_pending()
 
     async def knows(self, request_id: str) -> bool:
         """Whether this gateway asked ``request_id`` (pending, or finished and still kept)."""
@@ -240,51 +237,7 @@ class Gateway:
             self.store.tool_done(request_id)
 
     # ---------------------------------------------------------------------------------------------
-    # Event streams (:mod:`.admission`)
-
-    async def subscribe(self, last_event_id: str | None = None) -> Subscription:
-        """Admit one event stream; :meth:`unsubscribe` gives its place back.
-
-        Raises :class:`StoreUnavailable` (the client retries) or :class:`TooManySubscribers`.
-        """
-        return await self.admission.subscribe(last_event_id)
-
-    def unsubscribe(self, subscription: Subscription) -> None:
-        self.admission.unsubscribe(subscription)
-
-    def admit_mcp_stream(self) -> None:
-        """Count an open ``/mcp`` stream against ``GATEWAY_MAX_SUBSCRIBERS`` with the event streams (not
-        as an answerer); :meth:`release_mcp_stream` gives its place back. Raises
-        :class:`TooManySubscribers`."""
-        self.admission.admit_mcp_stream()
-
-    def release_mcp_stream(self) -> None:
-        self.admission.release_mcp_stream()
-
-    # ---------------------------------------------------------------------------------------------
     # Tool side
-
-    async def ask(
-        self, message: str, schema: Any, options: AskOptions = NO_OPTIONS, request_id: str | None = None
-    ) -> Record:
-        """Create a pending record (``request_id``: chosen already); raises :class:`.SchemaError` for a
-        schema it cannot ask, :class:`LimitExceeded` when the pending limits are full,
-        :class:`TooLarge` for a question larger than a session may hold."""
-        return await self.asking.ask(message, schema, options, request_id)
-
-    async def result(self, request_id: str, wait: float | None = None) -> Record:
-        return await self.waiting.result(request_id, wait)
-
-    async def ask_or_attach(
-        self, message: str, schema: Any, options: AskOptions, caller: Caller | None = None
-    ) -> Record:
-        """:meth:`ask`, unless ``caller`` left a question orphaned within the re-attach window: then that
-        question, pending (its wait goes on) or, for a ``proven`` caller, finished while the caller was
-        away (its result, once). An ``exclusive`` caller's key is held from the start: calls of that key
-        meanwhile wait for its question and attach to it. Raises :class:`KeyReused` when the key's
-        question was asked with another body. The :meth:`final_result` of an ``exclusive`` caller
-        must follow (it gives the hold back)."""
-        return await self.reattach.ask_or_attach(message, schema, options, caller)
 
     async def final_result(
         self, record: Record, *, caller: Caller | None = None, heartbeat: Heartbeat | None = None
@@ -319,12 +272,6 @@ class Gateway:
             if not orphaning:
                 self.reattach.release(caller, hold)
 
-    def tool_waiting(self, request_id: str) -> AbstractContextManager[None]:
-        """A tool waits on this process for the answer: shutdown gives it ``cancel``. The store hears
-        when it stops, unless the question's finish is still owed (after a crash, the store must
-        still name it abandoned)."""
-        return self.waiting.tool_waiting(request_id)
-
     async def withdraw(self, request_id: str) -> Record:
         """The tool no longer wants an answer: ``cancelled``, and answerers see ``question.rejected``."""
         finished = await self.finishing.finish(
@@ -336,57 +283,3 @@ class Gateway:
         if record is None:
             raise NotFound(request_id)
         raise AlreadyFinished(record)
-
-    # ---------------------------------------------------------------------------------------------
-    # Answerer side
-
-    async def pending_listing(self, directory: str | None = None) -> list[str]:
-        """``GET /question``'s items: each request's JSON, encoded once, when it was asked."""
-        await self.owed.first()
-        directory = normalize_directory(directory)
-        return [
-            record.request.wire_json
-            for record in await self.store.pending()
-            if directory is None or record.directory is None or record.directory == directory
-        ]
-
-    async def pending_json(self, directory: str | None = None) -> bytes:
-        """``GET /question``'s body, whole."""
-        return to_utf8("[" + ",".join(await self.pending_listing(directory)) + "]")
-
-    async def _gone(self, request_id: str) -> NotFound:
-        """What to say of a record someone else finished first: how it finished, if still known."""
-        record = await self.store.get(request_id)
-        return NotFound(request_id, None if record is None or record.pending else record.status)
-
-    async def pending_record(self, request_id: str) -> Record:
-        """The pending record; one past its expiry is expired now (its timer may be late, or the store
-        was unreachable when it was due) and not found: its tool has stopped waiting."""
-        await self.owed.first()
-        record = await self.store.get(request_id)
-        if record is None or not record.pending:
-            raise NotFound(request_id, None if record is None else record.status)
-        if record.expires_at <= time.time():
-            await self.expiry.expire_now(request_id)
-            raise NotFound(request_id, "expired")
-        return record
-
-    async def reply(self, request_id: str, answers: list[list[str]]) -> Record:
-        """Accept with typed content (a confirmation answered No: decline); raises :class:`.AnswerError`
-        when answers do not fit."""
-        record = await self.pending_record(request_id)
-        result = answers_to_result(record.form, answers)
-        status: Status = "answered" if result["action"] == ACCEPT else "declined"
-        reason = "answered" if status == "answered" else "answered no"
-        finished = await self.finishing.finish(request_id, status, result, answers=answers, reason=reason)
-        if finished is None:  # another answerer got there first
-            raise await self._gone(request_id)
-        return finished
-
-    async def reject(self, request_id: str, action: str = CANCEL) -> Record:
-        await self.pending_record(request_id)  # past its expiry: expired, not rejected
-        status: Status = "declined" if action == DECLINE else "cancelled"
-        finished = await self.finishing.finish(request_id, status, {"action": action}, reason="rejected")
-        if finished is None:
-            raise await self._gone(request_id)
-        return finished

@@ -88,6 +88,10 @@ class Reattach:
         self.orphaned: set[str] = set()  # questions whose caller went away, kept for it to come back
         self.windows = Deadlines(lambda request_id: spawn(self._end_orphan(request_id)))
 
+    def stop(self) -> None:
+        """No more windows end (at shutdown)."""
+        self.windows.clear()
+
     def keeps(self, request_id: str) -> bool:
         """Whether ``request_id`` is kept for a caller that went away."""
         return request_id in self.orphaned
@@ -99,7 +103,12 @@ class Reattach:
     async def ask_or_attach(
         self, message: str, schema: Any, options: AskOptions, caller: Caller | None = None
     ) -> Record:
-        """See :meth:`.Gateway.ask_or_attach`."""
+        """:meth:`.Asking.ask`, unless ``caller`` left a question orphaned within the re-attach window:
+        then that question, pending (its wait goes on) or, for a ``proven`` caller, finished while the
+        caller was away (its result, once). An ``exclusive`` caller's key is held from the start: calls
+        of that key meanwhile wait for its question and attach to it. Raises :class:`KeyReused` when the
+        key's question was asked with another body. The :meth:`.Gateway.final_result` of an
+        ``exclusive`` caller must follow (it gives the hold back)."""
         if caller is None:
             return await self.ask(message, schema, options, None)
         if not caller.exclusive:
