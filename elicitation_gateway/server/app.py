@@ -30,10 +30,10 @@ from elicitation_gateway.server.middleware.url_text import UrlTextCheck
 from elicitation_gateway.server.openapi import openapi_document
 from elicitation_gateway.server.origins import OriginPolicy
 from elicitation_gateway.server.protocol import route_of
+from elicitation_gateway.server.refusals import exception_handlers
 from elicitation_gateway.server.routes.table import ROUTES
 from elicitation_gateway.server.tracing import tracing_middleware
 from elicitation_gateway.settings import Settings
-from elicitation_gateway.stores.base import StoreUnavailable
 from elicitation_gateway.webhooks import Webhooks
 
 logger = logging.getLogger(__name__)
@@ -73,10 +73,6 @@ async def _client_gone(request: Request, error: Exception) -> Response:
     """A client that left before its request was read: nothing went wrong here, and nothing changed."""
     logger.info(CLIENT_GONE, route_of(request.scope))
     return Response(status_code=499)  # nginx's "client closed request": nobody is left to receive it
-
-
-async def _store_unavailable(request: Request, error: Exception) -> JsonResponse:
-    return tool_error(503, "store_unavailable", str(error), headers={"Retry-After": "1"})
 
 
 def _reread_on_sighup(people: PeopleFile) -> bool:
@@ -147,7 +143,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         lifespan=lifespan,
         exception_handlers={
             HTTPException: _http_error,
-            StoreUnavailable: _store_unavailable,
+            **exception_handlers(ROUTES.role_of),  # the gateway's refusals (StoreUnavailable: 503)
             ClientDisconnect: _client_gone,
             Exception: _server_error,
         },

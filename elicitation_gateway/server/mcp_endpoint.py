@@ -28,15 +28,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from elicitation_gateway import __version__
 from elicitation_gateway.conversion.questions import Questions
-from elicitation_gateway.conversion.schema import SchemaError
 from elicitation_gateway.gateway import (
     CANCEL,
     AskOptions,
     Caller,
     Gateway,
-    LimitExceeded,
-    ShuttingDown,
-    TooLarge,
     TooManySubscribers,
     WaitStatus,
     normalize_directory,
@@ -44,9 +40,9 @@ from elicitation_gateway.gateway import (
 )
 from elicitation_gateway.server.errors import jsonrpc_error
 from elicitation_gateway.server.mcp_server import UnknownNamesRefused
+from elicitation_gateway.server.refusals import REFUSED, refused
 from elicitation_gateway.server.routes.parsing import IDEMPOTENCY_KEY
 from elicitation_gateway.settings import Settings
-from elicitation_gateway.stores.base import StoreUnavailable
 
 PATH = "/mcp"
 
@@ -175,8 +171,9 @@ class McpEndpoint:
         try:
             self.gateway.admit_mcp_stream()
         except TooManySubscribers as error:
-            refusal = jsonrpc_error(None, SERVER_BUSY, str(error))
-            refusal.status_code = 429
+            said = refused(error)
+            refusal = jsonrpc_error(None, SERVER_BUSY, said.message)
+            refusal.status_code = said.status
             refusal.headers["Retry-After"] = "1"
             await refusal(scope, receive, send)
             return
@@ -204,10 +201,8 @@ class McpEndpoint:
         caller = _caller(ctx, options, questions)
         try:
             record = await self.gateway.ask_or_attach("", Questions(tuple(questions)), options, caller)
-        except SchemaError as error:
-            raise ToolError(error.message) from None
-        except (LimitExceeded, ShuttingDown, StoreUnavailable, TooLarge) as error:
-            raise ToolError(str(error)) from None
+        except REFUSED as error:  # the schema, the limits, shutdown, the store: said as over HTTP
+            raise ToolError(refused(error).message) from None
         # Waits through a store outage, telling the agent how it stands if it asked for progress; the
         # agent's connection dropping (a cancellation) keeps the question for the same call re-issued.
         result = await self.gateway.final_result(record, caller=caller, heartbeat=_progress(ctx))

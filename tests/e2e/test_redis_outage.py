@@ -107,7 +107,7 @@ async def test_a_tool_that_goes_away_in_an_outage_has_its_question_withdrawn_onc
         [request] = await pending(client)
         await outage(redis, client)
         elicit.cancel()  # the tool gives up: its connection closes
-        await until(lambda: request["id"] in server.gateway._owed, what="the withdrawal is owed")
+        await until(lambda: request["id"] in server.gateway.owed, what="the withdrawal is owed")
 
         await back(redis, client)
         await until(lambda: _is(client, request["id"], "cancelled"), what="the owed withdrawal is made")
@@ -137,7 +137,7 @@ async def _asked_late(server: Any, timeout: float) -> str:
     """A question whose timer will not fire: asked and its timer dropped in one step of the server's
     loop, so that the timer cannot fire first however late this test runs."""
     record = await server.gateway.ask("Please answer", COLOR_SCHEMA, AskOptions(timeout=timeout))
-    server.gateway._timeouts.discard(record.id)
+    server.gateway.expiry.discard(record.id)
     return record.id
 
 
@@ -189,7 +189,7 @@ async def test_an_ask_refused_while_redis_stalls_is_made_nowhere(make_server, ma
         assert refused.status_code == 503
         assert refused.json()["error"] == "store_unavailable"
 
-        await until(lambda: not server.gateway._owed, timeout=30, what="the refused ask is undone")
+        await until(lambda: not server.gateway.owed, timeout=30, what="the refused ask is undone")
         await until(lambda: ready(client), timeout=30, what="the gateway is ready again")
         retried = await client.post("/elicitations", json=form(COLOR_SCHEMA, "In the stall"))
         assert retried.status_code == 201

@@ -49,7 +49,9 @@ async def drop(task: asyncio.Task[Any], server: Any = None, request_id: str = ""
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await task
     if server is not None:
-        await until(lambda: request_id in server.gateway._orphaned, what="the question kept for its caller")
+        await until(
+            lambda: request_id in server.gateway.reattach.orphaned, what="the question kept for its caller"
+        )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -291,7 +293,9 @@ async def test_a_retried_request_with_the_same_key_attaches(make_server):
         first = elicit(client, "deploy-4.2-a1b2")
         asked = await events.next("question.asked")
         await cut(first)
-        await until(lambda: asked.properties["id"] in server.gateway._orphaned, what="kept for the retry")
+        await until(
+            lambda: asked.properties["id"] in server.gateway.reattach.orphaned, what="kept for the retry"
+        )
         await events.no_frame(within=0.3, type="question.rejected")
 
         retried = elicit(client, "deploy-4.2-a1b2")
@@ -313,7 +317,9 @@ async def test_a_key_reused_with_another_body_is_422(make_server):
         assert other.json()["error"] == "idempotency_key_reused"
 
         await cut(first)
-        await until(lambda: asked.properties["id"] in server.gateway._orphaned, what="kept for the retry")
+        await until(
+            lambda: asked.properties["id"] in server.gateway.reattach.orphaned, what="kept for the retry"
+        )
         reused = await client.post(
             "/elicit", json=form(COLOR_SCHEMA, "Another"), headers={"Idempotency-Key": "k-1"}
         )
@@ -341,7 +347,9 @@ async def test_requests_sent_at_once_with_one_key_make_one_question_and_share_it
     async with httpx.AsyncClient(base_url=server.url) as client, read_events(client) as events:
         requests = [elicit(client, "deploy-4.2-once") for _ in range(8)]
         asked = await events.next("question.asked")
-        await until(lambda: server.gateway._holds[next(iter(server.gateway._holds))].holders == 8)
+        await until(
+            lambda: server.gateway.reattach.holds[next(iter(server.gateway.reattach.holds))].holders == 8
+        )
         reply = await client.post(
             f"/question/{asked.properties['id']}/reply", json={"answers": [["green"], ["3"]]}
         )
@@ -363,7 +371,7 @@ async def test_requests_sent_at_once_with_one_key_share_a_refusal(make_server):
     async with httpx.AsyncClient(base_url=server.url) as client:
         assert (await client.post("/elicitations", json=form(COLOR_SCHEMA))).status_code == 201
         responses = await asyncio.gather(*[elicit(client, "k-full") for _ in range(4)])
-        assert server.gateway._holds == {}
+        assert server.gateway.reattach.holds == {}
     assert {(response.status_code, response.json()["error"]) for response in responses} == {
         (429, "too_many_pending")
     }
@@ -374,14 +382,14 @@ async def test_one_of_several_requests_with_one_key_going_away_leaves_the_questi
     async with httpx.AsyncClient(base_url=server.url) as client, read_events(client) as events:
         first, second = elicit(client, "k-two"), elicit(client, "k-two")
         asked = await events.next("question.asked")
-        await until(lambda: sum(hold.holders for hold in server.gateway._holds.values()) == 2)
+        await until(lambda: sum(hold.holders for hold in server.gateway.reattach.holds.values()) == 2)
         await cut(first)
-        await until(lambda: sum(hold.holders for hold in server.gateway._holds.values()) == 1)
+        await until(lambda: sum(hold.holders for hold in server.gateway.reattach.holds.values()) == 1)
         await events.no_frame(within=0.2, type="question.rejected")
-        assert asked.properties["id"] not in server.gateway._orphaned
+        assert asked.properties["id"] not in server.gateway.reattach.orphaned
         await client.post(f"/question/{asked.properties['id']}/reply", json={"answers": [["green"], ["3"]]})
         assert (await second).json() == COLOR_ACCEPTED
-        assert server.gateway._holds == {}
+        assert server.gateway.reattach.holds == {}
 
 
 async def test_an_answer_given_while_a_request_was_away_reaches_only_its_key(make_server):
@@ -390,7 +398,9 @@ async def test_an_answer_given_while_a_request_was_away_reaches_only_its_key(mak
         first = elicit(client, "agent-a-7f3e")
         asked = await events.next("question.asked")
         await cut(first)
-        await until(lambda: asked.properties["id"] in server.gateway._orphaned, what="kept for the retry")
+        await until(
+            lambda: asked.properties["id"] in server.gateway.reattach.orphaned, what="kept for the retry"
+        )
         reply = await client.post(
             f"/question/{asked.properties['id']}/reply", json={"answers": [["green"], ["3"]]}
         )
@@ -417,19 +427,21 @@ async def test_a_request_gone_while_its_key_is_being_asked_leaves_the_ask_to_the
     }
 
     async def race() -> tuple[str, dict[str, Any]]:
-        await gateway._converting.acquire()  # big schemas wait: the first request is still asking
+        await gateway.asking.converting.acquire()  # big schemas wait: the first request is still asking
         first = asyncio.create_task(gateway.ask_or_attach("Big", big, AskOptions(), caller))
-        await until(lambda: caller.key in gateway._holds, what="the first request holds the key")
+        await until(lambda: caller.key in gateway.reattach.holds, what="the first request holds the key")
         second = asyncio.create_task(gateway.ask_or_attach("Big", big, AskOptions(), caller))
-        await until(lambda: gateway._holds[caller.key].holders == 2, what="the second waits on the key")
+        await until(
+            lambda: gateway.reattach.holds[caller.key].holders == 2, what="the second waits on the key"
+        )
         first.cancel()
         await asyncio.wait({first})
-        gateway._converting.release()
+        gateway.asking.converting.release()
         record = await second  # asked by the second request
         waiting = asyncio.create_task(gateway.final_result(record, caller=caller))
         await gateway.withdraw(record.id)
         assert await waiting == {"action": "cancel"}
-        return record.id, dict(gateway._holds)
+        return record.id, dict(gateway.reattach.holds)
 
     request_id, holds = server.run(race())
     assert holds == {}

@@ -138,7 +138,7 @@ async def test_a_gateway_on_the_file_withdraws_abandoned_questions_and_resumes_t
     short = await first.ask("m", {"type": "object", "properties": {"a": {"type": "string"}}})
     first.tool_waiting(blocking.id).__enter__()
     # A crash: nothing finished, the file as it is.
-    first._timeouts.clear()
+    first.expiry.clear()
     first.store._db.close()  # type: ignore[attr-defined]
     first.store._unlock()  # type: ignore[attr-defined]
     with sqlite3.connect(path) as db:  # as if its timeout passed while the gateway was down
@@ -156,7 +156,7 @@ async def test_a_gateway_on_the_file_withdraws_abandoned_questions_and_resumes_t
 
         await until(expired, what="the question whose time passed expires")
         assert (await second.store.get(lasting.id)).pending
-        assert lasting.id in second._timeouts
+        assert lasting.id in second.expiry
     finally:
         await second.shutdown()
     # A graceful shutdown leaves the question pending for the next start.

@@ -22,7 +22,7 @@ from starlette.responses import Response
 
 from elicitation_gateway import events
 from elicitation_gateway.encoding import dumps
-from elicitation_gateway.gateway import Gateway, TooManySubscribers, normalize_directory
+from elicitation_gateway.gateway import Gateway, normalize_directory
 from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.server.bridge.frames import FrameSplitter, FrameTooLarge
 from elicitation_gateway.server.bridge.upstream import (
@@ -141,11 +141,8 @@ async def _merged_stream(request: Request, frame_of: Callable[[events.Event], by
     gateway: Gateway = request.app.state.gateway
     upstream = _upstream(request)
     last_event_id = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
-    try:
-        # Before the upstream is asked: from here on, nothing the gateway publishes is missed.
-        subscription = await gateway.subscribe(last_event_id)
-    except TooManySubscribers as error:
-        return tool_error(429, "too_many_subscribers", str(error))
+    # Before the upstream is asked: from here on, nothing the gateway publishes is missed.
+    subscription = await gateway.subscribe(last_event_id)
     try:
         response = await _open_upstream_stream(upstream, request)
     except UpstreamError as error:

@@ -12,19 +12,11 @@ from starlette.responses import Response
 
 from elicitation_gateway.conversion.schema import SchemaError
 from elicitation_gateway.encoding import JsonResponse
-from elicitation_gateway.gateway import (
-    AlreadyFinished,
-    Caller,
-    Gateway,
-    KeyReused,
-    LimitExceeded,
-    NotFound,
-    ShuttingDown,
-    TooLarge,
-)
+from elicitation_gateway.gateway import Caller, Gateway
 from elicitation_gateway.records import Record
 from elicitation_gateway.server.bodies import ElicitationStatus, JSONRPCElicitResponse, json_response
 from elicitation_gateway.server.errors import ToolError, jsonrpc_error, tool_error
+from elicitation_gateway.server.refusals import in_envelope
 from elicitation_gateway.server.routes.parsing import (
     BodyTooLarge,
     InvalidJson,
@@ -65,6 +57,8 @@ async def elicit(request: Request) -> Response:
     except JsonRpcError as error:
         return jsonrpc_error(error.request_id, error.code, error.message)
 
+    if is_rpc:
+        in_envelope(request, rpc_id)  # a refused ask is a JSON-RPC error
     try:
         caller = idempotency_caller(request, raw)
         record = await _ask(request, gateway, params, caller)
@@ -109,52 +103,26 @@ async def read(request: Request) -> Response:
         wait = parse_seconds(request.query_params.get("wait"), "wait")
     except ToolError as error:
         return error.response()
-    try:
-        if wait:
-            record = await _until_disconnect(request, gateway.result(request_id, wait))
-            if record is None:
-                return Response(status_code=499)
-        else:
-            record = await gateway.result(request_id)
-    except NotFound:
-        return _not_found(request_id)
+    if wait:
+        record = await _until_disconnect(request, gateway.result(request_id, wait))
+        if record is None:
+            return Response(status_code=499)
+    else:
+        record = await gateway.result(request_id)
     return json_response(_status_body(record))
 
 
 async def withdraw(request: Request) -> Response:
-    request_id = request.path_params["id"]
-    try:
-        record = await _gateway(request).withdraw(request_id)
-    except NotFound:
-        return _not_found(request_id)
-    except AlreadyFinished as finished:
-        return tool_error(
-            409,
-            "already_finished",
-            f"elicitation {request_id} is already {finished.record.status}",
-            status=finished.record.status,
-        )
+    record = await _gateway(request).withdraw(request.path_params["id"])
     return json_response(_status_body(record))
 
 
 async def _ask(request: Request, gateway: Gateway, params: Any, caller: Caller | None = None) -> Record:
-    """Parse and ask (or attach, for a ``caller`` coming back); every refusal becomes a ToolError, and
-    nothing is stored."""
+    """Parse (a ToolError for what cannot be asked) and ask (or attach, for a ``caller`` coming back);
+    the gateway's refusals are answered by :mod:`..refusals`. Nothing refused is stored."""
     options = parse_options(request)
     message, schema = _form_params(params)
-    try:
-        return await gateway.ask_or_attach(message, schema, options, caller)
-    except KeyReused as error:
-        raise ToolError(422, "idempotency_key_reused", str(error)) from None
-    except SchemaError as error:
-        status = 400 if error.code in ("invalid_schema", "invalid_timeout_choice") else 422
-        raise ToolError(status, error.code, error.message) from None
-    except LimitExceeded as error:
-        raise ToolError(429, "too_many_pending", str(error)) from None
-    except TooLarge as error:
-        raise ToolError(413, "question_too_large", str(error)) from None
-    except ShuttingDown as error:
-        raise ToolError(503, "shutting_down", str(error)) from None
+    return await gateway.ask_or_attach(message, schema, options, caller)
 
 
 def _form_params(params: Any) -> tuple[str, dict[str, Any]]:
@@ -196,10 +164,6 @@ def _jsonrpc_refusal(error: InvalidJson) -> Response:
             _, rpc_id, _ = unwrap_jsonrpc(document)
             return jsonrpc_error(rpc_id, INVALID_PARAMS, error.reason)
     return jsonrpc_error(None, PARSE_ERROR, error.reason)
-
-
-def _not_found(request_id: str) -> JsonResponse:
-    return tool_error(404, "not_found", f"no elicitation {request_id!r} (unknown, or finished too long ago)")
 
 
 def _too_large(gateway: Gateway) -> JsonResponse:

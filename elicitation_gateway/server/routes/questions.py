@@ -10,10 +10,10 @@ from starlette.responses import Response, StreamingResponse
 from elicitation_gateway.conversion.answers import AnswerError
 from elicitation_gateway.display import safe
 from elicitation_gateway.encoding import JsonResponse, to_utf8
-from elicitation_gateway.gateway import CANCEL, Gateway, NotFound
+from elicitation_gateway.gateway import CANCEL, Gateway
 from elicitation_gateway.records import Record
 from elicitation_gateway.server.bodies import FormField, QuestionForm, QuestionReject, json_response
-from elicitation_gateway.server.errors import PayloadError, bad_request, question_not_found
+from elicitation_gateway.server.errors import PayloadError, bad_request
 from elicitation_gateway.server.routes.parsing import (
     BodyTooLarge,
     InvalidJson,
@@ -68,8 +68,6 @@ async def reply(request: Request) -> Response:
     except PayloadError as error:
         _log_refusal(request, error.message)
         return error.response()
-    except NotFound as missing:
-        return question_not_found(missing.request_id, missing.status)
     except AnswerError as error:
         _log_refusal(request, error.message)
         return bad_request(error.message, "Payload", error.issues)
@@ -91,8 +89,6 @@ async def reject(request: Request) -> Response:
         await gateway.reject(request_id, action)
     except PayloadError as error:
         return error.response()
-    except NotFound as missing:
-        return question_not_found(missing.request_id, missing.status)
     return JsonResponse(True)
 
 
@@ -103,8 +99,6 @@ async def question_form(request: Request) -> Response:
         record = await _gateway(request).pending_record(request_id)
     except PayloadError as error:
         return error.response()
-    except NotFound as missing:
-        return question_not_found(missing.request_id, missing.status)
     return json_response(describe_form(record))
 
 

@@ -7,8 +7,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from elicitation_gateway import events
-from elicitation_gateway.gateway import Gateway, TooManySubscribers, normalize_directory
-from elicitation_gateway.server.errors import tool_error
+from elicitation_gateway.gateway import Gateway, normalize_directory
 from elicitation_gateway.server.routes.parsing import directory_of
 from elicitation_gateway.server.sse import EventStreamResponse, backlog_chunks
 
@@ -31,12 +30,9 @@ async def _stream(
     gateway: Gateway = request.app.state.gateway
     metrics = gateway.metrics
     last_event_id = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
-    try:
-        # Before the response starts: a client that leaves at any point after it finds a
-        # subscription to close. StoreUnavailable becomes a 503, and the client retries.
-        subscription = await gateway.subscribe(last_event_id)
-    except TooManySubscribers as error:
-        return tool_error(429, "too_many_subscribers", str(error))
+    # Before the response starts: a client that leaves at any point after it finds a subscription to
+    # close. StoreUnavailable becomes a 503, and the client retries; TooManySubscribers a 429.
+    subscription = await gateway.subscribe(last_event_id)
 
     async def frames() -> AsyncGenerator[bytes, None]:
         metrics.events_sent.inc()

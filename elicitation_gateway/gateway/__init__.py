@@ -1,0 +1,285 @@
+"""The service: asks elicitations, finishes them (reply, reject, withdraw, timeout, shutdown).
+
+Routes call :class:`Gateway`, a facade over the parts of this package: asking (:mod:`.asking`),
+answering (:mod:`.answering`), admission and the budget (:mod:`.admission`), waiting for results
+(:mod:`.waiting`), re-attaching callers who went away (:mod:`.reattach`), finishes owed during store
+outages (:mod:`.owed`), expiry (:mod:`.expiry`), finishing (:mod:`.finishing`) and following a shared
+or durable store (:mod:`.following`); their refusals are in :mod:`.errors`. It calls the pure conversion
+(:mod:`elicitation_gateway.conversion`) and the :class:`~elicitation_gateway.stores.base.Store`.
+Nothing here knows HTTP.
+"""
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+from elicitation_gateway.gateway.admission import Admission
+from elicitation_gateway.gateway.answering import DECLINE, Answering
+from elicitation_gateway.gateway.asking import (
+    Asking,
+    AskOptions,
+    normalize_directory,
+    printable_id,
+    valid_session_id,
+)
+from elicitation_gateway.gateway.errors import (
+    AlreadyFinished,
+    KeyReused,
+    LimitExceeded,
+    NotFound,
+    ShuttingDown,
+    TooLarge,
+    TooManySubscribers,
+)
+from elicitation_gateway.gateway.expiry import ACCEPT, CANCEL, Expiry
+from elicitation_gateway.gateway.finishing import Finishing
+from elicitation_gateway.gateway.following import Following
+from elicitation_gateway.gateway.owed import STORE_RETRY, Owed
+from elicitation_gateway.gateway.reattach import Caller, Reattach
+from elicitation_gateway.gateway.waiting import Heartbeat, Waiting, WaitStatus
+from elicitation_gateway.metrics import Metrics
+from elicitation_gateway.notify import Notifier
+from elicitation_gateway.records import Record
+from elicitation_gateway.settings import Settings
+from elicitation_gateway.stores import make_store
+from elicitation_gateway.stores.base import Store, StoreUnavailable
+
+__all__ = [
+    "ACCEPT",
+    "CANCEL",
+    "DECLINE",
+    "STORE_RETRY",
+    "AlreadyFinished",
+    "AskOptions",
+    "Caller",
+    "Gateway",
+    "KeyReused",
+    "LimitExceeded",
+    "NotFound",
+    "ShuttingDown",
+    "TooLarge",
+    "TooManySubscribers",
+    "WaitStatus",
+    "normalize_directory",
+    "printable_id",
+    "valid_session_id",
+]
+
+logger = logging.getLogger(__name__)
+
+
+class Gateway:
+    def __init__(self, settings: Settings, store: Store | None = None) -> None:
+        self.settings = settings
+        self.store = store = store or make_store(settings)
+        self.default_directory = normalize_directory(settings.directory) or settings.directory
+        self.default_session_id = settings.session_id
+        """``sessionID`` of questions whose tool names none; the OpenCode bridge sets a real session's."""
+        self.metrics = Metrics()
+        self.notifier: Notifier | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._closing = False
+        closing, notifier = (lambda: self._closing), (lambda: self.notifier)
+        default_session = lambda: self.default_session_id  # noqa: E731
+        self.admission = Admission(settings, store, self.metrics, default_session)
+        # The parts, each given what it works with; those that need one another are bound late.
+        self.expiry = Expiry(
+            store, finish=lambda *a, **k: self.finishing.finish(*a, **k), owe=self._owe, spawn=self._spawn
+        )
+        self.finishing = Finishing(
+            store, self.metrics, self.admission.pending_bytes, forget=self.expiry.discard, notifier=notifier
+        )
+        finish = self.finishing.finish
+        self.owed = Owed(
+            finish=finish,
+            expire_now=self.expiry.expire_now,
+            retract=self.finishing.retract,
+            settled=self._tool_may_be_done,
+            closing=closing,
+        )
+        self.asking = Asking(
+            settings,
+            store,
+            self.metrics,
+            self.admission,
+            schedule=self.expiry.schedule,
+            owe_retraction=self.owed.owe_retraction,
+            notifier=notifier,
+            closing=closing,
+            default_session=default_session,
+        )
+        self.waiting = Waiting(
+            settings,
+            store,
+            owe=self._owe,
+            closing=closing,
+            answerers=lambda: self.admission.subscribers,
+            released=self._tool_may_be_done,
+        )
+        self.reattach = Reattach(
+            settings,
+            store,
+            ask=self.asking.ask,
+            owe=self._owe,
+            spawn=self._spawn,
+            released=self._tool_may_be_done,
+        )
+        self.following = Following(
+            store, self.expiry, self.admission, finish=finish, owe=self._owe, closing=closing
+        )
+        # What the routes call that one part does alone (each documented there).
+        self.subscribe, self.unsubscribe = self.admission.subscribe, self.admission.unsubscribe
+        self.admit_mcp_stream = self.admission.admit_mcp_stream
+        self.release_mcp_stream = self.admission.release_mcp_stream
+        self.pending_bytes, self.forms = self.admission.pending_bytes, self.asking.forms
+        self.ask, self.ask_or_attach = self.asking.ask, self.reattach.ask_or_attach
+        self.result, self.tool_waiting = self.waiting.result, self.waiting.tool_waiting
+        self.answering = answering = Answering(
+            store, finish=finish, expire_now=self.expiry.expire_now, owed_first=self.owed.first
+        )
+        self.pending_listing, self.pending_json = answering.pending_listing, answering.pending_json
+        self.pending_record, self.reply = answering.pending_record, answering.reply
+        self.reject = answering.reject
+
+    async def start(self) -> None:
+        await self.store.start()
+        if self.settings.notify:
+            self.notifier = Notifier(self.settings, self.metrics, self._still_pending)
+            self.notifier.start()
+        await self.following.start()
+
+    async def shutdown(self) -> None:
+        """Give every pending tool ``cancel`` (answerers see ``question.rejected``), then end streams."""
+        if self._closing:
+            return
+        self._closing = True
+        self.following.stop()
+        # A shared or durable store's questions outlive this process; only tools waiting on it need
+        # an answer.
+        outlive = self.store.shared or self.store.durable
+        try:
+            ids_ = self.waiting.waiting() if outlive else [r.id for r in await self.store.pending()]
+        except StoreUnavailable as error:  # those waiting here get cancel all the same
+            logger.warning("shutdown could not list the pending questions: %s", error)
+            ids_ = self.waiting.waiting()
+        unfinished: list[str] = []
+        for request_id in ids_:
+            try:
+                await self.finishing.finish(request_id, "cancelled", {"action": CANCEL}, reason="shutdown")
+                self.store.tool_done(request_id)  # now, while the store is still open
+            except StoreUnavailable as error:
+                unfinished.append(f"{request_id}: {error}")
+                self._owe(request_id, "shutdown")  # its tool gets cancel all the same
+                self.store.wake(request_id)
+        if unfinished:
+            logger.warning("shutdown could not finish %d questions (%s)", len(unfinished), unfinished[0])
+        self.owed.stop()
+        if self.owed:
+            try:
+                await self.owed.settle_now()
+            except StoreUnavailable as error:
+                logger.warning("%d questions stay pending, their finish owed: %s", len(self.owed), error)
+        if self.notifier is not None:
+            await self.notifier.stop(flush=outlive)
+        await self.store.close()
+        self.expiry.clear()
+        self.reattach.stop()
+
+    @property
+    def closing(self) -> bool:
+        return self._closing
+
+    @property
+    def subscribers(self) -> int:
+        """Answerers' event streams open."""
+        return self.admission.subscribers
+
+    @property
+    def mcp_streams(self) -> int:
+        return self.admission.mcp_streams
+
+    async def healthy(self) -> bool:
+        return await self.store.healthy()
+
+    async def store_problem(self) -> str | None:
+        """Why the store cannot serve now (for ``/readyz``); None when it can."""
+        return await self.store.problem()
+
+    async def count_pending(self) -> int:
+        return await self.store.count_pending()
+
+    async def _still_pending(self, request_id: str) -> bool:
+        try:
+            record = await self.store.get(request_id)
+        except StoreUnavailable:
+            return True  # better told twice than not at all
+        return record is not None and record.pending
+
+    async def knows(self, request_id: str) -> bool:
+        """Whether this gateway asked ``request_id`` (pending, or finished and still kept)."""
+        return await self.store.get(request_id) is not None
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` on a task of its own, kept until it ends."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _owe(self, request_id: str, reason: str) -> None:
+        self.owed.owe(request_id, reason)
+
+    def _tool_may_be_done(self, request_id: str) -> None:
+        """The store hears that no tool waits on ``request_id`` here once none does: no call waits on it
+        here, it is not kept for a caller that went away, and its finish is not owed (after a crash,
+        the store must still name it abandoned)."""
+        if not (self.waiting.waits(request_id) or request_id in self.owed or self.reattach.keeps(request_id)):
+            self.store.tool_done(request_id)
+
+    # ---------------------------------------------------------------------------------------------
+    # Tool side
+
+    async def final_result(
+        self, record: Record, *, caller: Caller | None = None, heartbeat: Heartbeat | None = None
+    ) -> dict[str, Any]:
+        """The result of a question whose tool waits on this process (``POST /elicit``, the ``/mcp``
+        ``question`` tool), as the MCP ``ElicitResult`` on the wire: the one wait of such a tool.
+
+        ``heartbeat`` is told how the wait stands every ``GATEWAY_MCP_PROGRESS_INTERVAL`` seconds.
+
+        While the store cannot be reached (or written) the tool keeps waiting, trying again every
+        second, until the question's own expiry; then it gets what expiry gives (``cancel``, or the
+        defaults) and the expiry is owed to the store. Cancelling this wait (the tool went away)
+        withdraws the question, or, if the store cannot be reached, owes the withdrawal; with a
+        ``caller``, the question is orphaned instead, for the same caller to come back to within
+        ``GATEWAY_REATTACH_WINDOW``. Owed finishes are retried in the background and go before anything
+        else once the store answers, and a reply after ``expires_at`` is refused: no answer arrives that
+        nobody collects.
+        """
+        hold = self.reattach.hold_of(caller)
+        if record.result is not None:  # finished while its caller was away: the result, once
+            self.reattach.release(caller, hold)
+            return record.result
+        orphaning = False
+        try:
+            with self.tool_waiting(record.id):
+                try:
+                    return await self.waiting.wait_for_result(record, heartbeat)
+                except asyncio.CancelledError:
+                    orphaning = self.reattach.went_away(record, caller, hold)
+                    raise
+        finally:
+            if not orphaning:
+                self.reattach.release(caller, hold)
+
+    async def withdraw(self, request_id: str) -> Record:
+        """The tool no longer wants an answer: ``cancelled``, and answerers see ``question.rejected``."""
+        finished = await self.finishing.finish(
+            request_id, "cancelled", {"action": CANCEL}, reason="withdrawn"
+        )
+        if finished is not None:
+            return finished
+        record = await self.store.get(request_id)
+        if record is None:
+            raise NotFound(request_id)
+        raise AlreadyFinished(record)

@@ -1,0 +1,87 @@
+"""Answering: what answerers see and do. The pending questions listed (owed finishes made first, so
+that nobody answers a question whose tool has stopped waiting), one past its expiry expired when it is
+asked for, a reply turned into typed content, a rejection; a question someone else finished first is
+not found, saying how it finished."""
+
+import time
+from collections.abc import Awaitable, Callable
+
+from elicitation_gateway.conversion.answers import answers_to_result
+from elicitation_gateway.encoding import to_utf8
+from elicitation_gateway.gateway.asking import normalize_directory
+from elicitation_gateway.gateway.errors import NotFound
+from elicitation_gateway.gateway.expiry import ACCEPT, CANCEL
+from elicitation_gateway.records import Record, Status
+from elicitation_gateway.stores.base import Store
+
+DECLINE = "decline"
+
+
+class Answering:
+    """``finish`` finishes a record (:meth:`.Finishing.finish`), ``expire_now`` expires one
+    (:meth:`.Expiry.expire_now`), ``owed_first`` makes the owed finishes the store takes now
+    (:meth:`.Owed.first`)."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        finish: Callable[..., Awaitable[Record | None]],
+        expire_now: Callable[[str], Awaitable[None]],
+        owed_first: Callable[[], Awaitable[None]],
+    ) -> None:
+        self.store = store
+        self.finish = finish
+        self.expire_now = expire_now
+        self.owed_first = owed_first
+
+    async def pending_listing(self, directory: str | None = None) -> list[str]:
+        """``GET /question``'s items: each request's JSON, encoded once, when it was asked."""
+        await self.owed_first()
+        directory = normalize_directory(directory)
+        return [
+            record.request.wire_json
+            for record in await self.store.pending()
+            if directory is None or record.directory is None or record.directory == directory
+        ]
+
+    async def pending_json(self, directory: str | None = None) -> bytes:
+        """``GET /question``'s body, whole."""
+        return to_utf8("[" + ",".join(await self.pending_listing(directory)) + "]")
+
+    async def _gone(self, request_id: str) -> NotFound:
+        """What to say of a record someone else finished first: how it finished, if still known."""
+        record = await self.store.get(request_id)
+        return NotFound(request_id, None if record is None or record.pending else record.status)
+
+    async def pending_record(self, request_id: str) -> Record:
+        """The pending record; one past its expiry is expired now (its timer may be late, or the store
+        was unreachable when it was due) and not found: its tool has stopped waiting."""
+        await self.owed_first()
+        record = await self.store.get(request_id)
+        if record is None or not record.pending:
+            raise NotFound(request_id, None if record is None else record.status)
+        if record.expires_at <= time.time():
+            await self.expire_now(request_id)
+            raise NotFound(request_id, "expired")
+        return record
+
+    async def reply(self, request_id: str, answers: list[list[str]]) -> Record:
+        """Accept with typed content (a confirmation answered No: decline); raises :class:`.AnswerError`
+        when answers do not fit."""
+        record = await self.pending_record(request_id)
+        result = answers_to_result(record.form, answers)
+        status: Status = "answered" if result["action"] == ACCEPT else "declined"
+        reason = "answered" if status == "answered" else "answered no"
+        finished = await self.finish(request_id, status, result, answers=answers, reason=reason)
+        if finished is None:  # another answerer got there first
+            raise await self._gone(request_id)
+        return finished
+
+    async def reject(self, request_id: str, action: str = CANCEL) -> Record:
+        await self.pending_record(request_id)  # past its expiry: expired, not rejected
+        status: Status = "declined" if action == DECLINE else "cancelled"
+        finished = await self.finish(request_id, status, {"action": action}, reason="rejected")
+        if finished is None:
+            raise await self._gone(request_id)
+        return finished

@@ -1,0 +1,78 @@
+"""What finishing a question changes in this process, however it finishes (a reply, a rejection, a
+withdrawal, its expiry, a shutdown, an ask undone): its charge, its timer, its notification, the
+metrics and one line of the log. The store decides who finishes first; this part only follows."""
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from elicitation_gateway.budget import PendingBytes
+from elicitation_gateway.metrics import Metrics
+from elicitation_gateway.notify import Notifier
+from elicitation_gateway.records import Record, Status
+from elicitation_gateway.stores.base import Store
+
+logger = logging.getLogger(__package__)
+
+
+class Finishing:
+    """``forget``: drops a question's timer; ``notifier``: the notifier, once there is one."""
+
+    def __init__(
+        self,
+        store: Store,
+        metrics: Metrics,
+        budget: PendingBytes,
+        *,
+        forget: Callable[[str], None],
+        notifier: Callable[[], Notifier | None],
+    ) -> None:
+        self.store = store
+        self.metrics = metrics
+        self.budget = budget
+        self.forget = forget
+        self.notifier = notifier
+
+    async def finish(
+        self,
+        request_id: str,
+        status: Status,
+        result: dict[str, Any],
+        *,
+        answers: list[list[str]] | None = None,
+        reason: str,
+        defaulted: bool = False,
+    ) -> Record | None:
+        """The record, finished; None if it was no longer pending (someone else finished it first).
+        ``defaulted``: answered with the defaults at the timeout, not by a person (not timed)."""
+        record = await self.store.finish(request_id, status, result, answers)
+        if record is None:
+            return None
+        self.finished(record, reason, defaulted=defaulted)
+        return record
+
+    async def retract(self, record: Record, reason: str) -> None:
+        """Undo an ask whose store write failed (:meth:`.Store.retract`)."""
+        finished = await self.store.retract(record)
+        if finished is not None:
+            self.finished(finished, reason)
+
+    def finished(self, record: Record, reason: str, *, defaulted: bool = False) -> None:
+        """What finishing a record changes here: its charge, its timer, metrics and the log."""
+        request_id, status = record.id, record.status
+        self.budget.remove(request_id)
+        self.forget(request_id)
+        if (notifier := self.notifier()) is not None:
+            notifier.forget(request_id)
+        duration = (record.finished_at or record.created_at) - record.created_at
+        self.metrics.finished.labels(status).inc()
+        if status == "answered" and not defaulted:
+            self.metrics.time_to_answer.observe(duration)
+        logger.info(
+            "elicitation %s %s (%s) after %.1f s",
+            request_id,
+            status,
+            reason,
+            duration,
+            extra={"elicitation": request_id, "outcome": status, "duration": round(duration, 3)},
+        )
