@@ -3,6 +3,10 @@
 Plain functions over plain data. ``build_form`` returns a :class:`Form`, which keeps both what the
 person sees (``questions``, OpenCode's ``QuestionInfo``) and what the answers are checked against
 (``fields``, one per question), so that :mod:`.answers` can turn replies back into typed content.
+
+This module puts the parts together: the checks made before anything is built
+(:mod:`.schema_checks`), each property read into a field (:mod:`.properties`, its choices by
+:mod:`.options`), and each field's question (:mod:`.wording`), into a :class:`~.form_model.Form`.
 """
 
 from typing import Any
