@@ -23,6 +23,7 @@ every replica holds every pending question it lists.
 from collections import Counter
 from dataclasses import dataclass
 
+from elicitation_gateway.conversion.form_model import FORM_FIELDS
 from elicitation_gateway.conversion.forms import (
     FORM_BYTES,
     SLOT,
@@ -30,7 +31,6 @@ from elicitation_gateway.conversion.forms import (
     questions_footprint,
     shared_footprint,
 )
-from elicitation_gateway.conversion.schema import _FORM_FIELDS
 from elicitation_gateway.models import _REQUEST_FIELDS
 from elicitation_gateway.records import _NEW_RECORD_FIELDS, Record
 from elicitation_gateway.sizes import BYTES_HEAD, held, names_held, utf8_length
@@ -67,7 +67,7 @@ def charge(record: Record) -> Charge:
     frames = 2 * (BYTES_HEAD + FRAME_BYTES + utf8_length(wire))
     own = RECORD_BYTES + FORM_BYTES + 3 * SLOT * len(form.questions) + held(record.message) + held(wire)
     own += frames + names_held(record, _NEW_RECORD_FIELDS) + names_held(request, _REQUEST_FIELDS)
-    own += names_held(form, _FORM_FIELDS)
+    own += names_held(form, FORM_FIELDS)
     if form.questions:
         own += first_question_bytes(form)
     if record.directory is not None:

@@ -15,17 +15,11 @@ from sys import getsizeof
 from typing import Any
 
 from elicitation_gateway.conversion.fields import Option
+from elicitation_gateway.conversion.form_model import FORM_FIELDS, Form
+from elicitation_gateway.conversion.options import OPTION_FIELDS
 from elicitation_gateway.conversion.questions import Questions, form_from_questions
-from elicitation_gateway.conversion.schema import (
-    _BOOLEAN_OPTIONS,
-    _FORM_FIELDS,
-    _OPTION_FIELDS,
-    _QUESTION_FIELDS,
-    _QUESTION_OPTION_FIELDS,
-    Form,
-    build_form,
-    with_message,
-)
+from elicitation_gateway.conversion.schema import build_form, with_message
+from elicitation_gateway.conversion.wording import BOOLEAN_OPTIONS, QUESTION_FIELDS, QUESTION_OPTION_FIELDS
 from elicitation_gateway.models import QuestionInfo
 from elicitation_gateway.sizes import held, names_held
 
@@ -47,7 +41,7 @@ _SHARED = "_shared_bytes"
 def footprint(form: Form) -> int:
     """The bytes ``form`` holds, all of it: what the form cache counts it, and what a question whose form
     is its own holds."""
-    size = FORM_BYTES + names_held(form, _FORM_FIELDS) + 2 * SLOT * len(form.questions)
+    size = FORM_BYTES + names_held(form, FORM_FIELDS) + 2 * SLOT * len(form.questions)
     return size + first_question_bytes(form) + shared_footprint(form)
 
 
@@ -80,7 +74,7 @@ def _shared_bytes(form: Form) -> int:
             size += _question_bytes(question)
         size += _options_bytes(question, field.options)
         if field.options:
-            size += len(field.options) * (OPTION_BYTES + names_held(field.options[0], _OPTION_FIELDS))
+            size += len(field.options) * (OPTION_BYTES + names_held(field.options[0], OPTION_FIELDS))
         for option in field.options:
             size += held(option.value)
             if option.label is not option.value:
@@ -92,7 +86,7 @@ def _shared_bytes(form: Form) -> int:
 
 def _question_bytes(question: QuestionInfo) -> int:
     """A question's model and text, and its encoding when kept (not its header and options)."""
-    size = QUESTION_BYTES + names_held(question, _QUESTION_FIELDS) + held(question.question)
+    size = QUESTION_BYTES + names_held(question, QUESTION_FIELDS) + held(question.question)
     if (encoded := question.__dict__.get("_wire_json")) is not None:
         size += ENCODED_BYTES + held(encoded)
     return size
@@ -102,9 +96,9 @@ def _options_bytes(question: QuestionInfo, checked: tuple[Option, ...] = ()) -> 
     """A question's header and options as shown: their models and what text is not ``checked``'s."""
     shown = question.options
     size = held(question.header) + getsizeof(shown)
-    if not shown or shown[0] is _BOOLEAN_OPTIONS[0]:  # Yes and No: the same two for every question
+    if not shown or shown[0] is BOOLEAN_OPTIONS[0]:  # Yes and No: the same two for every question
         return size
-    size += len(shown) * (OPTION_BYTES + names_held(shown[0], _QUESTION_OPTION_FIELDS))
+    size += len(shown) * (OPTION_BYTES + names_held(shown[0], QUESTION_OPTION_FIELDS))
     for index, option in enumerate(shown):
         same = checked[index] if index < len(checked) else None
         if same is None or option.label is not same.label:

@@ -16,19 +16,12 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from elicitation_gateway.conversion.fields import Field, Option
-from elicitation_gateway.conversion.schema import (
-    _OPTION_FIELDS,
-    Form,
-    SchemaError,
-    _check_distinct,
-    _check_message,
-    _judged,
-    _question,
-    _text_error,
-    readable,
-    shorten,
-    with_message,
-)
+from elicitation_gateway.conversion.form_model import Form, SchemaError
+from elicitation_gateway.conversion.options import OPTION_FIELDS, check_distinct
+from elicitation_gateway.conversion.properties import judged
+from elicitation_gateway.conversion.schema import with_message
+from elicitation_gateway.conversion.schema_checks import check_message, text_error
+from elicitation_gateway.conversion.wording import question_of, readable, shorten
 from elicitation_gateway.display import safe
 from elicitation_gateway.encoding import valid_text
 from elicitation_gateway.models import QuestionInfo
@@ -90,7 +83,7 @@ def form_from_questions(
     limits :func:`.schema.build_form` takes; raise :class:`.SchemaError` naming the bad part."""
     if not questions:
         raise ValueError("form_from_questions needs at least one question")
-    _check_message(message, max_text_length)
+    check_message(message, max_text_length)
     _check_text_and_sizes(questions, max_questions, max_options, max_text_length)
     fields: list[Field] = []
     shown: list[QuestionInfo] = []
@@ -118,13 +111,13 @@ def form_from_questions(
                 key=key,
                 required=False,
             )
-            field = _judged(
+            field = judged(
                 field, {"title": asked.header, "description": asked.question}, allow_sensitive, where
             )
         header = shorten(safe(title or description or readable(key)), header_length)
         text = description or title or readable(key)
         fields.append(field)
-        shown.append(_question(field, text, header))
+        shown.append(question_of(field, text, header))
         texts.append(text)
     form = Form(fields=tuple(fields), questions=tuple(shown), texts=tuple(texts))
     return with_message(form, message)
@@ -140,10 +133,10 @@ def _options(asked: Sequence[AskedOption], where: str) -> tuple[Option, ...]:
         if label in seen:
             raise SchemaError(f"{where} lists the choice {label!r} twice")
         seen.add(label)
-        _check_distinct(label, looks, where)
+        check_distinct(label, looks, where)
         options.append(
             Option.model_construct(
-                _OPTION_FIELDS, value=label, label=label, description=option.description or ""
+                OPTION_FIELDS, value=label, label=label, description=option.description or ""
             )
         )
     return tuple(options)
@@ -168,7 +161,7 @@ def _check_text_and_sizes(
 
     def check(text: str, where: str) -> None:
         if not valid_text(text):
-            raise _text_error(text, where)
+            raise text_error(text, where)
         if max_text_length is not None and len(text) > max_text_length:
             raise SchemaError(
                 f"{where} is {len(text)} characters long; at most {max_text_length} are allowed",
@@ -186,7 +179,7 @@ def _check_text_and_sizes(
             within = f"{where}.x-option-descriptions"
             for label in described:
                 if not valid_text(label):
-                    raise _text_error({label: None}, within)
+                    raise text_error({label: None}, within)
                 if max_text_length is not None and len(label) > max_text_length:
                     raise SchemaError(
                         f"{within} has a key {len(label)} characters long; at most {max_text_length} are "

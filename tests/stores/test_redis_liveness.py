@@ -49,12 +49,12 @@ async def crash(store: RedisStore) -> None:
     async def nothing() -> None:
         return None
 
-    store._leave = nothing  # type: ignore[method-assign]
+    store._liveness.leave = nothing  # type: ignore[method-assign]
     await store.close()
 
 
 def waits_key(store: RedisStore) -> str:
-    return store._own_waits_key
+    return store._keys.waits(store.replica_id)
 
 
 async def test_the_questions_a_gone_replica_waited_for_are_claimed_by_one_other(make_replica, redis):
@@ -76,7 +76,7 @@ async def test_the_questions_a_gone_replica_waited_for_are_claimed_by_one_other(
     assert sorted(found, key=len) == [[], ["que_1"]], "claimed once, by one replica"
     claimer = others[0] if found[0] else others[1]
     assert await redis.exists(waits_key(gone)) == 0
-    assert gone.replica_id not in await redis.smembers(claimer._replicas_key)
+    assert gone.replica_id not in await redis.smembers(claimer._keys.replicas)
 
     claimer.tool_done("que_1")  # the gateway finished it
     assert await claimer.abandoned() == []
@@ -100,8 +100,8 @@ async def test_a_replica_that_stops_in_order_leaves_nothing_behind(make_replica,
     await until(lambda: _members(redis, store, {"que_1"}))
     store.tool_done("que_1")
     await store.close()
-    assert await redis.exists(waits_key(store), store._replica_prefix + store.replica_id) == 0
-    assert store.replica_id not in await redis.smembers(store._replicas_key)
+    assert await redis.exists(waits_key(store), store._keys.replica(store.replica_id)) == 0
+    assert store.replica_id not in await redis.smembers(store._keys.replicas)
 
 
 async def test_what_a_replica_stopping_without_redis_left_is_claimed(make_replica):
@@ -144,11 +144,11 @@ async def test_a_waiter_that_began_while_the_stream_was_not_followed_sees_a_fini
     waiting, finishing = await make_replica(), await make_replica()
     await finishing.add(record("que_1"))
     await stop_reading(waiting)
-    waiting._reading = False  # as after an outage: the loop will follow from the stream's end
+    waiting._follower.reading = False  # as after an outage: the loop will follow from the stream's end
     waiter = asyncio.create_task(waiting.wait("que_1", 30))
     await until(lambda: waited_on(waiting, "que_1"))
     await finishing.finish("que_1", "cancelled", {"action": "cancel"})
-    waiting._reader_task = asyncio.create_task(waiting._read_events())
+    waiting._follower.task = asyncio.create_task(waiting._follower.run())
     async with asyncio.timeout(5):
         finished = await waiter
     assert finished is not None
@@ -169,5 +169,5 @@ async def _abandoned(store: RedisStore, expected: list[str]) -> bool:
 
 async def _claim_after_lapse(redis: Redis, lapsed: RedisStore, claimer: RedisStore) -> bool:
     """Delete the lapsed replica's entry (as if it lapsed) until the claimer has taken its set."""
-    await redis.delete(lapsed._replica_prefix + lapsed.replica_id)
+    await redis.delete(lapsed._keys.replica(lapsed.replica_id))
     return bool(await claimer.abandoned())

@@ -49,7 +49,7 @@ async def replicas(redis_url: str) -> AsyncIterator[tuple[RedisStore, RedisStore
 
 async def forget_in_redis(store: RedisStore, request_id: str) -> None:
     """Delete the record's key behind the store's back: only a cache can still answer for it."""
-    await store._client.delete(store._record_key(request_id))
+    await store._client.delete(store._keys.record(request_id))
 
 
 async def finish_seen(subscription: RedisSubscription, request_id: str) -> None:
@@ -68,7 +68,7 @@ def hold_events(store: RedisStore, monkeypatch: pytest.MonkeyPatch) -> list[even
     """From now on the store's loop reads the stream but hands nothing out: a replica that has not read
     the latest events yet."""
     held: list[events.Event] = []
-    monkeypatch.setattr(store, "_dispatch", held.append)
+    monkeypatch.setattr(store._follower, "_dispatch", held.append)
     return held
 
 
@@ -169,7 +169,7 @@ async def test_a_listing_that_raced_a_finish_does_not_bring_the_record_back(repl
     read_records = second._client.mget
 
     async def read_then_finish(keys: list[str]) -> list[Any]:
-        assert keys == [second._record_key("que_1")]
+        assert keys == [second._keys.record("que_1")]
         found = await read_records(keys)  # que_1, still pending
         assert await first.finish("que_1", "cancelled", CANCEL) is not None
         await finish_seen(watching, "que_1")  # the second replica has handled the finish
@@ -190,7 +190,7 @@ async def test_a_replica_that_lost_the_stream_forgets_what_it_cached(replicas, m
     the stream again, from its end, it never reads that finish, so it must not trust its cache."""
     first, second = replicas
     await second.add(record("que_1"))
-    read_stream = second._read_stream
+    read_stream = second._follower._read_stream
     broke = asyncio.Event()
 
     async def finish_elsewhere_then_break() -> Any:
@@ -200,7 +200,7 @@ async def test_a_replica_that_lost_the_stream_forgets_what_it_cached(replicas, m
         broke.set()
         raise RedisConnectionError("connection lost (test)")
 
-    monkeypatch.setattr(second, "_read_stream", finish_elsewhere_then_break)
+    monkeypatch.setattr(second._follower, "_read_stream", finish_elsewhere_then_break)
     await first.add(record("que_2"))  # wakes the second replica's blocked read: its next one breaks
     await asyncio.wait_for(broke.wait(), 10)
     await until(second.healthy, timeout=10, what="the second replica follows the stream again")
@@ -214,7 +214,7 @@ async def test_a_replica_that_lost_the_stream_forgets_what_it_cached(replicas, m
 async def stream_lost(store: RedisStore, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[None]:
     """Break the store's stream connection and keep it from following the stream again until the block
     ends (its command connections still work, as when one connection drops); then wait until it does."""
-    read_stream, follow = store._read_stream, store._follow_from_tail
+    read_stream, follow = store._follower._read_stream, store._follower.follow_from_tail
     broken, gap, reopen = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
     async def break_once() -> Any:
@@ -228,9 +228,9 @@ async def stream_lost(store: RedisStore, monkeypatch: pytest.MonkeyPatch) -> Asy
         await reopen.wait()
         await follow()
 
-    monkeypatch.setattr(store, "_read_stream", break_once)
-    monkeypatch.setattr(store, "_follow_from_tail", follow_when_reopened)
-    await store._client.xadd(store._events_key, {"wake": "up"})  # ends the blocked read: the next breaks
+    monkeypatch.setattr(store._follower, "_read_stream", break_once)
+    monkeypatch.setattr(store._follower, "follow_from_tail", follow_when_reopened)
+    await store._client.xadd(store._keys.events, {"wake": "up"})  # ends the blocked read: the next breaks
     await asyncio.wait_for(gap.wait(), 10)
     assert not await store.healthy()
     try:
@@ -269,5 +269,5 @@ async def test_a_replica_that_lost_the_stream_counts_again(replicas, monkeypatch
         await first.finish("que_1", "cancelled", CANCEL)  # never read by the second replica
         await first.add(record("que_2", session_id="ses_2"))
         assert (await second.count_pending(), await second.count_pending("ses_1")) == (1, 0)
-    assert second._counts is not None
+    assert second._follower.counts is not None
     assert [await second.count_pending(s) for s in (None, "ses_1", "ses_2")] == [1, 0, 1]

@@ -21,7 +21,7 @@ from elicitation_gateway.stores import make_store
 from elicitation_gateway.stores.base import Store, StoreUnavailable
 from elicitation_gateway.stores.memory import MemoryStore
 from elicitation_gateway.stores.orphans import DigestMismatch
-from elicitation_gateway.stores.redis import RedisStore
+from elicitation_gateway.stores.redis import RedisStore, connection, follower
 from elicitation_gateway.stores.redis import store as redis_store
 from elicitation_gateway.stores.redis.codec import decode, encode, event_id_of, stream_id_of
 from elicitation_gateway.stores.redis.scripts import FINISH
@@ -49,7 +49,7 @@ async def replicas(redis_url: str) -> AsyncIterator[list[RedisStore]]:
 async def stop_reading(store: RedisStore) -> None:
     """End the store's loop, as a replica that stops reading; redis-py can swallow a cancellation that
     lands just as a reply arrives, so insist (as ``close`` does)."""
-    task = store._reader_task
+    task = store._follower.task
     assert task is not None
     while not task.done():
         task.cancel()
@@ -59,7 +59,7 @@ async def stop_reading(store: RedisStore) -> None:
 async def caught_up(*stores: RedisStore) -> None:
     """Wait until each store's loop has read everything the stream holds now."""
     for store in stores:
-        await store._deliver_everything_published()
+        await store._follower.deliver_everything_published()
 
 
 async def events_of(redis_url: str, store: RedisStore) -> list[dict[str, str]]:
@@ -67,7 +67,7 @@ async def events_of(redis_url: str, store: RedisStore) -> list[dict[str, str]]:
     from redis.asyncio import Redis
 
     async with Redis.from_url(redis_url, decode_responses=True) as client:
-        return [fields for _, fields in await client.xrange(store._events_key)]
+        return [fields for _, fields in await client.xrange(store._keys.events)]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -219,14 +219,14 @@ async def test_pending_records_and_counts_are_shared(replicas):
     await first.finish("que_2", "cancelled", {"action": "cancel"})
     await caught_up(first)
     assert (await first.count_pending(), await first.count_pending("ses_1")) == (0, 0)
-    assert await first._client.hgetall(first._sessions_key) == {}  # nothing left behind
+    assert await first._client.hgetall(first._keys.sessions) == {}  # nothing left behind
 
 
 async def test_a_burst_larger_than_the_connection_pool_waits_for_connections(replicas):
     """Hundreds of requests at once each run a command: they share the pool's connections in turn,
     none is refused for want of one (a pool that refuses would answer them 503)."""
     first, _ = replicas
-    burst = redis_store.POOL_SIZE * 4
+    burst = connection.POOL_SIZE * 4
     await asyncio.gather(*(first.add(record(f"que_{n}")) for n in range(burst)))
     found = await asyncio.gather(*(first.get(f"que_{n}") for n in range(burst)))
     assert all(r is not None and r.pending for r in found)
@@ -238,7 +238,7 @@ async def test_finished_results_expire_and_pending_records_wait_for_their_timeou
     one expires after the retention period."""
     first, _ = replicas
     await first.add(record("que_1"))
-    key = first._record_key("que_1")
+    key = first._keys.record("que_1")
     assert await first._client.pttl(key) == -1
     await first.finish("que_1", "cancelled", {"action": "cancel"})
     assert 0 < await first._client.pttl(key) <= 30_000
@@ -251,7 +251,7 @@ async def test_the_stream_is_capped(redis_url, monkeypatch):
     try:
         for index in range(400):
             await store.add(record(f"que_{index}"))
-        length = await store._client.xlen(store._events_key)
+        length = await store._client.xlen(store._keys.events)
     finally:
         await store.close()
     assert length <= 200  # trimmed to about 10, a whole stream node (100 entries) at a time
@@ -261,18 +261,18 @@ async def test_a_replica_that_falls_behind_the_cap_ends_its_streams(redis_url, m
     """Events trimmed from the capped stream before this replica read them cannot reach its
     subscribers: it notices, and ends their streams, so that they reconnect and catch up."""
     monkeypatch.setattr(redis_store, "MIN_STREAM_LENGTH", 10)
-    monkeypatch.setattr(redis_store, "READ_BATCH", 5)
+    monkeypatch.setattr(follower, "READ_BATCH", 5)
     prefix = f"behind{next(_prefixes)}"
     writer, reader = (RedisStore(redis_url, prefix=prefix, history_size=5) for _ in range(2))
     await writer.start()
     await reader.start()
     try:
         subscription = await reader.subscribe()
-        assert reader._reader_task is not None
+        assert reader._follower.task is not None
         await stop_reading(reader)  # the replica stops reading for a while
         for index in range(400):
             await writer.add(record(f"que_{index}"))
-        reader._reader_task = asyncio.get_running_loop().create_task(reader._read_events())
+        reader._follower.task = asyncio.get_running_loop().create_task(reader._follower.run())
         async with asyncio.timeout(5):
             received = [event async for event in subscription]  # ends instead of skipping ahead
         assert len(received) < 400
@@ -299,7 +299,7 @@ async def test_an_entry_that_is_not_an_event_is_skipped(replicas):
     first, second = replicas
     subscription = await first.subscribe()
     await first.add(record("que_1"))
-    await first._client.xadd(first._events_key, {"something": "else"})
+    await first._client.xadd(first._keys.events, {"something": "else"})
     await first.add(record("que_2"))
     [asked, then] = await drain(subscription, 2)
     assert [(e.type, e.properties["id"]) for e in (asked, then)] == [
@@ -326,8 +326,8 @@ async def counted(store: RedisStore) -> list[int]:
 async def counted_in_redis(store: RedisStore) -> list[int]:
     """The same, read from Redis itself."""
     client = store._client
-    pending = int(await client.zcard(store._pending_key))
-    in_sessions = [int(await client.hget(store._sessions_key, s) or 0) for s in SESSIONS[1:]]
+    pending = int(await client.zcard(store._keys.pending))
+    in_sessions = [int(await client.hget(store._keys.sessions, s) or 0) for s in SESSIONS[1:]]
     return [pending, *in_sessions]
 
 
@@ -376,7 +376,7 @@ async def test_a_replica_counts_its_own_changes_before_its_loop_reads_them(repli
     them; another replica's ask in a session this replica has not changed since counts once the loop
     has read it."""
     first, second = replicas
-    assert first._reader_task is not None
+    assert first._follower.task is not None
     await stop_reading(first)  # the replica stops reading for a while
     await first.add(record("que_1"))
     await second.add(record("que_2"))
@@ -384,7 +384,7 @@ async def test_a_replica_counts_its_own_changes_before_its_loop_reads_them(repli
     assert await counted(first) == [3, 1, 1, 0]  # que_2, asked before que_3, is in the total only
     await first.finish("que_1", "cancelled", {"action": "cancel"})
     assert await counted(first) == [2, 1, 1, 0]  # and in ses_1, counted by que_1's finish
-    first._reader_task = asyncio.get_running_loop().create_task(first._read_events())
+    first._follower.task = asyncio.get_running_loop().create_task(first._follower.run())
     await caught_up(first)
     assert await counted(first) == await counted_in_redis(first) == [2, 1, 1, 0]
 
@@ -393,7 +393,7 @@ async def test_a_replica_started_later_counts_what_is_pending(replicas, redis_ur
     first, _ = replicas
     await first.add(record("que_1"))
     await first.add(record("que_2", session_id="ses_2"))
-    later = RedisStore(redis_url, prefix=first._pending_key.removesuffix(":pending"))
+    later = RedisStore(redis_url, prefix=first._keys.prefix)
     await later.start()
     try:
         assert await counted(later) == [2, 1, 1, 0]
@@ -408,20 +408,20 @@ async def test_questions_of_a_crashed_replica_count_until_they_expire(replicas, 
     """A replica that dies leaves its questions pending (counted on every replica) until another one
     times them out."""
     first, second = replicas
-    prefix = first._pending_key.removesuffix(":pending")
+    prefix = first._keys.prefix
     crashing = RedisStore(redis_url, prefix=prefix)
     await crashing.start()
     await crashing.add(record("que_1", session_id="ses_3"))
     await crashing.add(record("que_2", session_id="ses_3"))
-    assert crashing._reader_task is not None
-    crashing._reader_task.cancel()  # gone without a word: nothing finished, nothing closed
+    assert crashing._follower.task is not None
+    crashing._follower.task.cancel()  # gone without a word: nothing finished, nothing closed
     await caught_up(first, second)
     assert await counted(first) == await counted(second) == [2, 0, 0, 2]
     for request_id in ("que_1", "que_2"):
         assert await second.finish(request_id, "expired", {"action": "cancel"}) is not None
     await caught_up(first, second)
     assert await counted(first) == await counted(second) == [0, 0, 0, 0]
-    assert await first._client.hgetall(first._sessions_key) == {}
+    assert await first._client.hgetall(first._keys.sessions) == {}
     await crashing.close()
 
 
@@ -432,13 +432,13 @@ async def test_an_entry_without_counts_makes_a_replica_count_again(replicas, mon
     await first.add(record("que_1"))
     older = record("que_2", session_id="ses_2")
     async with first._client.pipeline(transaction=True) as pipe:  # what such a replica does
-        pipe.set(first._record_key(older.id), older.model_dump_json())
-        pipe.zadd(first._pending_key, {older.id: older.created_at})
-        pipe.hincrby(first._sessions_key, "ses_2", 1)
-        pipe.xadd(first._events_key, {"e": encode(older.asked_event())})
+        pipe.set(first._keys.record(older.id), older.model_dump_json())
+        pipe.zadd(first._keys.pending, {older.id: older.created_at})
+        pipe.hincrby(first._keys.sessions, "ses_2", 1)
+        pipe.xadd(first._keys.events, {"e": encode(older.asked_event())})
         await pipe.execute()
     await caught_up(first, second)
-    await until(lambda: second._counts is not None, what="the second replica counted again")
+    await until(lambda: second._follower.counts is not None, what="the second replica counted again")
     assert await counted(first) == await counted(second) == [2, 1, 1, 0]
     await first.finish("que_2", "cancelled", {"action": "cancel"})
     await caught_up(first, second)
@@ -448,8 +448,8 @@ async def test_an_entry_without_counts_makes_a_replica_count_again(replicas, mon
 async def test_counts_come_from_redis_while_the_stream_is_not_followed(replicas):
     first, second = replicas
     await first.add(record("que_1"))
-    second._reading = False  # as while its loop reconnects
-    second._counts = None
+    second._follower.reading = False  # as while its loop reconnects
+    second._follower.counts = None
     assert await counted(second) == [1, 1, 0, 0]
 
 
@@ -478,11 +478,11 @@ async def test_a_finish_here_hands_the_record_to_its_waiters_at_once(replicas):
     await first.add(record("que_1"))
     waiter = asyncio.create_task(first.wait("que_1", 30))
     await until(lambda: waited_on(first, "que_1"), what="the waiter is registered")
-    assert first._reader_task is not None
+    assert first._follower.task is not None
     await stop_reading(first)
     finished = await first.finish("que_1", "cancelled", {"action": "cancel"})
     assert await asyncio.wait_for(waiter, 5) is finished
-    assert first._results == {}  # nothing kept once nobody waits
+    assert first._waiters.results == 0  # nothing kept once nobody waits
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -508,7 +508,7 @@ async def test_changes_at_once_each_get_their_own_reply(replicas):
 
 async def test_a_change_alone_goes_as_one_command_and_changes_at_once_in_batches(replicas, monkeypatch):
     first, _ = replicas
-    scripts = first._scripts
+    scripts = first._connection.scripts
     assert scripts is not None
     alone: list[str] = []
     batches: list[int] = []
@@ -543,7 +543,7 @@ async def test_an_add_sent_again_after_a_lost_reply_changes_nothing(replicas):
     await caught_up(first, second)
     assert await counted(first) == await counted(second) == await counted_in_redis(first)
     assert await first.count_pending() == 1
-    asked = [e for e in await first._client.xrange(first._events_key) if '"question.asked"' in e[1]["e"]]
+    asked = [e for e in await first._client.xrange(first._keys.events) if '"question.asked"' in e[1]["e"]]
     assert len(asked) == 1
 
 
@@ -563,15 +563,15 @@ async def test_a_finish_sent_again_after_a_lost_reply_is_still_this_finish(repli
         encode(finished.finished_event(None)),
         first._stream_length,
     ]
-    keys = first._keys("que_1")
-    assert await first._scripts_batched.run(FINISH, keys, args) not in (None, 0)
-    assert await first._scripts_batched.run(FINISH, keys, args) == 0
+    keys = first._keys.changed("que_1")
+    assert await first._connection.scripts.run(FINISH, keys, args) not in (None, 0)
+    assert await first._connection.scripts.run(FINISH, keys, args) == 0
     other = pending.finished("answered", {"action": "accept", "content": {}}).model_dump_json()
-    assert await first._scripts_batched.run(FINISH, keys, [args[0], other, *args[2:]]) is None
+    assert await first._connection.scripts.run(FINISH, keys, [args[0], other, *args[2:]]) is None
     await caught_up(first)
     assert await counted(first) == await counted_in_redis(first)
     assert await first.count_pending() == 0
-    ended = [e for e in await first._client.xrange(first._events_key) if '"question.rejected"' in e[1]["e"]]
+    ended = [e for e in await first._client.xrange(first._keys.events) if '"question.rejected"' in e[1]["e"]]
     assert len(ended) == 1
 
 
@@ -597,7 +597,7 @@ async def test_a_lone_change_given_up_on_leaves_no_reply_for_the_next(replicas):
     """A request cancelled while its script is on the held connection: the next command there gets
     its own reply, not the abandoned one."""
     first, _ = replicas
-    scripts = first._scripts
+    scripts = first._connection.scripts
     assert scripts is not None
     await first._client.execute_command("CLIENT", "PAUSE", 300, "WRITE")  # the script waits in Redis
     given_up = asyncio.create_task(first.add(record("que_1")))
@@ -703,7 +703,7 @@ async def test_a_held_key_lapses_unless_a_replica_renews_it(redis_url):
         await store.join_key("kept", "body", "que_1")
         await asyncio.sleep(0.5)  # past its lease (three liveness periods): renewed meanwhile
         assert await store.held_key("kept") is not None
-        store._joined.clear()  # as a replica gone stops renewing
+        store._held_keys._joined.clear()  # as a replica gone stops renewing
         await until(lambda: _not_held(store, "kept"), what="the lease lapses")
     finally:
         await store.close()

@@ -41,11 +41,17 @@ replica refreshes its entry before any other may find it lapsed.
 
 The package, one file a concern::
 
-    scripts.py   the Lua scripts that change records, and their sending in batches
-    codec.py     what a stream entry holds; event ids derived from entry ids
-    counts.py    the pending counts each replica keeps from the entries it reads
-    cache.py     the pending records each replica keeps parsed
-    store.py     the store: the loop that follows the stream, waits, liveness entries, orphans
+    scripts.py     the Lua scripts that change records, and their sending in batches
+    codec.py       what a stream entry holds; event ids derived from entry ids
+    keys.py        the names of the keys above
+    connection.py  the connections to Redis, and what an unreachable Redis raises
+    follower.py    the loop that follows the stream; subscriptions, replayed or announced afresh
+    counts.py      the pending counts each replica keeps from the entries it reads
+    cache.py       the pending records each replica keeps parsed
+    waiters.py     the requests waiting for a record to finish, and the records handed to them
+    liveness.py    liveness entries and waits sets; the claims of gone replicas' questions
+    callers.py     orphans, and Idempotency-Keys held across replicas
+    store.py       the store: records added and finished, a composition of the parts above
 """
 
 from elicitation_gateway.stores.redis.store import RedisStore
