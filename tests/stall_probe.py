@@ -3,12 +3,15 @@ connection and prints each answer's latency in milliseconds, a line each, until 
 
 A process of its own, so that nothing the test process does (building a big body, hypothesis) delays it:
 what it measures is how long the gateway's event loop took to answer. Not how long the machine made
-it wait: the time the gateway's loop (the main thread of process PID) and the probe itself spent
-runnable but waiting for a CPU (Linux's schedstat) is left out, so that a machine busy with other
-work does not pass for a stalled loop, while a loop busy computing still counts in full.
+it wait: the time the gateway's threads and the probe itself spent runnable but waiting for a CPU
+(Linux's schedstat) is left out, so that a machine busy with other work does not pass for a stalled
+loop, while a loop busy computing still counts in full. Every thread of the gateway counts, not only
+the loop's: a worker thread (a big schema converted off the loop) that the machine stops while it holds
+the GIL stops the loop too, which then waits for the GIL, not for a CPU.
 """
 
 import http.client
+import os
 import sys
 import threading
 import time
@@ -18,12 +21,20 @@ INTERVAL = 0.01
 
 
 def waited(pid: int | str) -> float:
-    """Milliseconds the thread has spent waiting on a run queue (0 where the kernel does not say)."""
+    """Milliseconds the process's threads have spent waiting on a run queue, in all (0 where the kernel
+    does not say)."""
     try:
-        with open(f"/proc/{pid}/schedstat") as schedstat:
-            return int(schedstat.read().split()[1]) / 1e6
-    except (OSError, IndexError, ValueError):
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
         return 0.0
+    total = 0.0
+    for thread in threads:
+        try:
+            with open(f"/proc/{pid}/task/{thread}/schedstat") as schedstat:
+                total += int(schedstat.read().split()[1]) / 1e6
+        except (OSError, IndexError, ValueError):
+            continue  # a thread that ended meanwhile
+    return total
 
 
 def main(url: str, pid: str) -> None:
