@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
+from mcp.client import Client
 
 from elicitation_gateway.client import GatewayClient
 from tests.helpers import form, read_events, text_properties
@@ -187,3 +188,19 @@ async def test_the_python_client_addresses_a_question(team):
         request_id = await gateway.create(PARAMS, to=["bob"])
         assert await listed(http["bob"]) == [request_id]
         assert await listed(http["alice"]) == []
+
+
+async def test_the_mcp_question_tool_addresses_a_question(team):
+    questions = [{"question": "Deploy now?", "header": "Deploy", "options": []}]
+    async with clients(team) as http, Client(f"{team.url}/mcp") as mcp:
+        call = asyncio.create_task(
+            mcp.call_tool("question", {"questions": questions, "to": ["group:oncall"]})
+        )
+        [request_id] = await until_listed(http["alice"])
+        assert await listed(http["carol"]) == []
+        await http["alice"].post(f"/question/{request_id}/reply", json={"answers": [["yes"]]})
+        result = await call
+        assert result.structured_content == {"action": "accept", "answers": [["yes"]]}  # as ever
+        refused = await mcp.call_tool("question", {"questions": questions, "to": ["nobody"]})
+        assert refused.is_error
+        assert "'nobody' names no person" in refused.content[0].text
