@@ -196,6 +196,9 @@ class QuestionForm(Body):
         None,
         description="Who asks, as the tool says it (the proxy: server · tool): shown apart from the message.",
     )
+    to: list[str] | None = Field(
+        None, description="The people and groups the question is for (GATEWAY_PEOPLE); absent: everyone."
+    )
     legacy: bool = Field(description='A top-level enum (or array of enum): the content is {"value": ...}.')
     confirm: bool = Field(
         False,

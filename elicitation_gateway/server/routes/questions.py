@@ -143,6 +143,7 @@ def describe_form(record: Record) -> QuestionForm:
         sessionID=record.request.sessionID,
         message=record.message,
         asker=record.asker,
+        to=record.request.to,
         legacy=form.legacy,
         confirm=form.confirm,
         expiresAt=record.expires_at,
