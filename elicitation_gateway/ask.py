@@ -61,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--session-id", help="the OpenCode session the question belongs to (ses_...)")
     parser.add_argument("--directory", help="the project directory the question is about")
     parser.add_argument("--token", help="the tool-side bearer token (default: $GATEWAY_TOOL_TOKEN)")
+    parser.add_argument(
+        "--to",
+        action="append",
+        metavar="NAME",
+        help="a person or group:NAME of the gateway's people file the question is for (repeatable)",
+    )
     return parser
 
 
@@ -118,7 +124,7 @@ async def _ask(args: argparse.Namespace, params: dict[str, Any]) -> dict[str, An
     async with GatewayClient(
         args.url, token=args.token, session_id=args.session_id, directory=args.directory
     ) as client:
-        result = await client.elicit(params, timeout=args.timeout, on_timeout=args.on_timeout)
+        result = await client.elicit(params, timeout=args.timeout, on_timeout=args.on_timeout, to=args.to)
     return result.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
@@ -146,6 +146,7 @@ class GatewayClient:
         timeout: float | None = None,  # noqa: ASYNC109  (how long the question waits, on the gateway)
         on_timeout: OnTimeout | None = None,
         asker: str | None = None,
+        to: Sequence[str] | None = None,
     ) -> ElicitResult:
         """Ask and wait for the person's answer.
 
@@ -153,7 +154,7 @@ class GatewayClient:
         long the question waits for an answer (the gateway's default otherwise); when it passes
         the result is ``cancel``, or with ``on_timeout="default"`` the schema's defaults accepted.
         ``asker`` names who asks (a proxy: the server and its tool), which answerers show apart from
-        the message.
+        the message. ``to`` names the people and ``group:`` names it is for (``GATEWAY_PEOPLE``).
         If the caller is cancelled, the question is withdrawn. Raises :class:`GatewayError` (or a
         subclass) when no result can be had.
         """
@@ -167,6 +168,7 @@ class GatewayClient:
                 timeout=timeout,
                 on_timeout=on_timeout,
                 asker=asker,
+                to=to,
             )
         )
         try:
@@ -188,9 +190,12 @@ class GatewayClient:
         timeout: float | None = None,  # noqa: ASYNC109  (how long the question waits, on the gateway)
         on_timeout: OnTimeout | None = None,
         asker: str | None = None,
+        to: Sequence[str] | None = None,
     ) -> str:
         """Ask without waiting (``POST /elicitations``); return the elicitation's id."""
         body = form_params(params)
+        if to:
+            body = {**body, "to": list(to)}
         query = {
             "sessionID": session_id or self.session_id,
             "directory": directory or self.directory,

@@ -120,11 +120,24 @@ def asked(
     return Event(ASKED, request, directory=directory, replayable=replayable, properties_json=request_json)
 
 
-def replied(session_id: str, request_id: str, answers: list[list[str]], directory: str | None) -> Event:
-    properties = {"sessionID": session_id, "requestID": request_id, "answers": answers}
+def replied(
+    session_id: str,
+    request_id: str,
+    answers: list[list[str]],
+    directory: str | None,
+    answered_by: str | None = None,
+) -> Event:
+    """``answered_by``: the person who answered, on a gateway with people (``answeredBy``)."""
+    properties: dict[str, Any] = {"sessionID": session_id, "requestID": request_id, "answers": answers}
+    if answered_by is not None:
+        properties["answeredBy"] = answered_by
     return Event(REPLIED, properties, directory=directory, replayable=True)
 
 
-def rejected(session_id: str, request_id: str, directory: str | None) -> Event:
+def rejected(
+    session_id: str, request_id: str, directory: str | None, answered_by: str | None = None
+) -> Event:
     properties = {"sessionID": session_id, "requestID": request_id}
+    if answered_by is not None:
+        properties["answeredBy"] = answered_by
     return Event(REJECTED, properties, directory=directory, replayable=True)

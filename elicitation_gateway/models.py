@@ -47,14 +47,21 @@ class QuestionRequest(WireModel):
     sessionID: str
     questions: list[QuestionInfo]
     tool: QuestionTool | None = None
+    to: list[str] | None = None
+    """The gateway's own: the people and groups it is for (``GATEWAY_PEOPLE``); absent: everyone's."""
 
     @classmethod
     def new(
-        cls, id: str, sessionID: str, questions: list[QuestionInfo], tool: QuestionTool | None
+        cls,
+        id: str,
+        sessionID: str,
+        questions: list[QuestionInfo],
+        tool: QuestionTool | None,
+        to: list[str] | None = None,
     ) -> "QuestionRequest":
         """Of parts the gateway made and checked: not validated again, and one shared set of field
         names (pydantic's per-instance set costs more than the rest of the object)."""
-        fields = {"id": id, "sessionID": sessionID, "questions": questions, "tool": tool}
+        fields = {"id": id, "sessionID": sessionID, "questions": questions, "tool": tool, "to": to or None}
         return cls.model_construct(_REQUEST_FIELDS, **fields)
 
     @cached_property
@@ -63,11 +70,12 @@ class QuestionRequest(WireModel):
         its questions' own encodings, in ``wire()``'s key order."""
         head = f'{{"id":{_compact(self.id)},"sessionID":{_compact(self.sessionID)},"questions":['
         tool = "" if self.tool is None else ',"tool":' + _compact(self.tool.wire())
-        return head + ",".join(question.wire_json() for question in self.questions) + "]" + tool + "}"
+        to = "" if not self.to else ',"to":' + _compact(self.to)
+        return head + ",".join(question.wire_json() for question in self.questions) + "]" + tool + to + "}"
 
 
 _compact = dumps
 
 
-_REQUEST_FIELDS = {"id", "sessionID", "questions", "tool"}
+_REQUEST_FIELDS = {"id", "sessionID", "questions", "tool", "to"}
 """Shared by every request ``QuestionRequest.new`` makes: pydantic copies it before any change."""

@@ -63,6 +63,47 @@ class UnknownRecipient(ValueError):
         self.name = name
 
 
+class NoPeople(UnknownRecipient):
+    """A ``to`` on a gateway without a people file."""
+
+    def __init__(self, name: str) -> None:
+        ValueError.__init__(self, f"'to' names {name!r}, but the gateway has no people file (GATEWAY_PEOPLE)")
+        self.name = name
+
+
+MAX_RECIPIENTS = 50
+"""Names in one ``to``."""
+
+
+def parsed_to(value: object) -> tuple[str, ...]:
+    """An ask's ``to``: a list of names (``alice``, ``group:oncall``), at most :data:`MAX_RECIPIENTS`,
+    each named once; raises :class:`ValueError` saying what is wrong."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        raise ValueError('"to" must be a list of names, such as ["alice", "group:oncall"]')
+    if len(value) > MAX_RECIPIENTS:
+        raise ValueError(f'"to" names {len(value)}; at most {MAX_RECIPIENTS}')
+    for name in value:
+        if not NAME.fullmatch(name.removeprefix(GROUP_PREFIX)):
+            raise ValueError(f'"to" holds {name[:80]!r}, which is no name of a person or group')
+    return tuple(dict.fromkeys(value))
+
+
+@dataclass(frozen=True, slots=True)
+class Viewer:
+    """Who looks at the answerer side of a gateway with people: a person, or ``None`` for the shared
+    login, which sees only the questions addressed to nobody in particular."""
+
+    person: str | None
+    people: "People"
+
+    def sees(self, to: Iterable[str] | None) -> bool:
+        if not to:
+            return True
+        return self.person is not None and self.people.reaches(to, self.person)
+
+
 class _Entry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -164,6 +205,19 @@ class People:
     def check_known(self, to: Iterable[str]) -> None:
         """Raises :class:`UnknownRecipient` for the first name of ``to`` that reaches nobody."""
         self.reached_by(to)
+
+    def reaches(self, to: Iterable[str], person: str) -> bool:
+        """Whether ``to`` names ``person``, by name or by a group of theirs, as the file says now (a name
+        the file has since lost reaches nobody)."""
+        mine = self.persons.get(person)
+        if mine is None:
+            return False
+        for name in to:
+            if name == person:
+                return True
+            if name.startswith(GROUP_PREFIX) and name[len(GROUP_PREFIX) :] in mine.groups:
+                return True
+        return False
 
     def login_at_once(self, username: str, password: str) -> Person | None:
         """The person these credentials are, where no hash must be computed: a password kept as given,

@@ -90,9 +90,10 @@ class Record(BaseModel):
         return events.asked(None, self.directory, replayable=replayable, request_json=self.request.wire_json)
 
     def finished_event(self, answers: list[list[str]] | None) -> events.Event:
+        answered_by = (self.result or {}).get("answeredBy")
         if answers is None:
-            return events.rejected(self.request.sessionID, self.id, self.directory)
-        return events.replied(self.request.sessionID, self.id, answers, self.directory)
+            return events.rejected(self.request.sessionID, self.id, self.directory, answered_by)
+        return events.replied(self.request.sessionID, self.id, answers, self.directory, answered_by)
 
 
 _NEW_RECORD_FIELDS = {

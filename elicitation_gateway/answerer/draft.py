@@ -90,6 +90,8 @@ class RequestForm:
     questions: tuple[Question, ...]
     asker: str = ""
     """Who asks, as the tool said (the proxy: ``server · tool``): shown apart from the message."""
+    to: tuple[str, ...] = ()
+    """Whom it is for, where the gateway has people: names and ``group:`` names."""
     expires_at: float | None = None
     """Seconds since the epoch."""
     on_timeout: str = "cancel"
@@ -108,6 +110,7 @@ class RequestForm:
             message=message,
             questions=tuple(questions),
             asker=str(described.get("asker") or ""),
+            to=tuple(str(name) for name in described.get("to") or ()),
             expires_at=float(expires_at) if isinstance(expires_at, int | float) else None,
             on_timeout="default" if described.get("onTimeout") == "default" else "cancel",
             confirm=described.get("confirm") is True and len(questions) == 1,

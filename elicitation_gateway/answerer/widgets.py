@@ -221,6 +221,8 @@ class RequestView(Vertical):
         if form.asker:  # its own line and style: no line of the message can pass for it
             who = Content.assemble(" asked by ", (safe(form.asker, oneline=True), "bold"), " ")
             yield Static(who, id="asker")
+        if form.to:
+            yield Static(Content(" for " + safe(", ".join(form.to), oneline=True) + " "), id="to")
         if form.message.strip():
             yield Static(Content(safe(form.message.strip())), id="message")
         tabs = Tabs(*[Tab(self._label(i), id=tab_id) for i, tab_id in enumerate(self.tab_ids)])

@@ -40,6 +40,7 @@ from elicitation_gateway.gateway.reattach import Caller, Reattach
 from elicitation_gateway.gateway.waiting import Heartbeat, Waiting, WaitStatus
 from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.notify import Notifier
+from elicitation_gateway.people import PeopleFile
 from elicitation_gateway.records import Record
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores import make_store
@@ -73,6 +74,8 @@ class Gateway:
     def __init__(self, settings: Settings, store: Store | None = None) -> None:
         self.settings = settings
         self.store = store = store or make_store(settings)
+        self.people: PeopleFile | None = None
+        """The people file (``GATEWAY_PEOPLE``), set by the app: whom a ``to`` may name."""
         self.default_directory = normalize_directory(settings.directory) or settings.directory
         self.default_session_id = settings.session_id
         """``sessionID`` of questions whose tool names none; the OpenCode bridge sets a real session's."""
@@ -108,6 +111,7 @@ class Gateway:
             notifier=notifier,
             closing=closing,
             default_session=default_session,
+            people=lambda: None if self.people is None else self.people.current,
         )
         self.waiting = Waiting(
             settings,

@@ -5,12 +5,14 @@ not found, saying how it finished."""
 
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from elicitation_gateway.conversion.answers import answers_to_result
 from elicitation_gateway.encoding import to_utf8
 from elicitation_gateway.gateway.asking import normalize_directory
 from elicitation_gateway.gateway.errors import NotFound
 from elicitation_gateway.gateway.expiry import ACCEPT, CANCEL
+from elicitation_gateway.people import Viewer
 from elicitation_gateway.records import Record, Status
 from elicitation_gateway.stores.base import Store
 
@@ -35,30 +37,35 @@ class Answering:
         self.expire_now = expire_now
         self.owed_first = owed_first
 
-    async def pending_listing(self, directory: str | None = None) -> list[str]:
-        """``GET /question``'s items: each request's JSON, encoded once, when it was asked."""
+    async def pending_listing(self, directory: str | None = None, viewer: Viewer | None = None) -> list[str]:
+        """``GET /question``'s items: each request's JSON, encoded once, when it was asked; for a
+        ``viewer``, only those addressed to them or to nobody in particular."""
         await self.owed_first()
         directory = normalize_directory(directory)
         return [
             record.request.wire_json
             for record in await self.store.pending()
-            if directory is None or record.directory is None or record.directory == directory
+            if (directory is None or record.directory is None or record.directory == directory)
+            and (viewer is None or viewer.sees(record.request.to))
         ]
 
-    async def pending_json(self, directory: str | None = None) -> bytes:
+    async def pending_json(self, directory: str | None = None, viewer: Viewer | None = None) -> bytes:
         """``GET /question``'s body, whole."""
-        return to_utf8("[" + ",".join(await self.pending_listing(directory)) + "]")
+        return to_utf8("[" + ",".join(await self.pending_listing(directory, viewer)) + "]")
 
     async def _gone(self, request_id: str) -> NotFound:
         """What to say of a record someone else finished first: how it finished, if still known."""
         record = await self.store.get(request_id)
         return NotFound(request_id, None if record is None or record.pending else record.status)
 
-    async def pending_record(self, request_id: str) -> Record:
+    async def pending_record(self, request_id: str, viewer: Viewer | None = None) -> Record:
         """The pending record; one past its expiry is expired now (its timer may be late, or the store
-        was unreachable when it was due) and not found: its tool has stopped waiting."""
+        was unreachable when it was due) and not found: its tool has stopped waiting. For a ``viewer``
+        it is not addressed to, it does not exist."""
         await self.owed_first()
         record = await self.store.get(request_id)
+        if record is not None and viewer is not None and not viewer.sees(record.request.to):
+            raise NotFound(request_id)
         if record is None or not record.pending:
             raise NotFound(request_id, None if record is None else record.status)
         if record.expires_at <= time.time():
@@ -66,11 +73,11 @@ class Answering:
             raise NotFound(request_id, "expired")
         return record
 
-    async def reply(self, request_id: str, answers: list[list[str]]) -> Record:
+    async def reply(self, request_id: str, answers: list[list[str]], viewer: Viewer | None = None) -> Record:
         """Accept with typed content (a confirmation answered No: decline); raises :class:`.AnswerError`
         when answers do not fit."""
-        record = await self.pending_record(request_id)
-        result = answers_to_result(record.form, answers)
+        record = await self.pending_record(request_id, viewer)
+        result = _signed(answers_to_result(record.form, answers), viewer)
         status: Status = "answered" if result["action"] == ACCEPT else "declined"
         reason = "answered" if status == "answered" else "answered no"
         finished = await self.finish(request_id, status, result, answers=answers, reason=reason)
@@ -78,10 +85,18 @@ class Answering:
             raise await self._gone(request_id)
         return finished
 
-    async def reject(self, request_id: str, action: str = CANCEL) -> Record:
-        await self.pending_record(request_id)  # past its expiry: expired, not rejected
+    async def reject(self, request_id: str, action: str = CANCEL, viewer: Viewer | None = None) -> Record:
+        await self.pending_record(request_id, viewer)  # past its expiry: expired, not rejected
         status: Status = "declined" if action == DECLINE else "cancelled"
-        finished = await self.finish(request_id, status, {"action": action}, reason="rejected")
+        result = _signed({"action": action}, viewer)
+        finished = await self.finish(request_id, status, result, reason="rejected")
         if finished is None:
             raise await self._gone(request_id)
         return finished
+
+
+def _signed(result: dict[str, Any], viewer: Viewer | None) -> dict[str, Any]:
+    """The result with ``answeredBy``: the person who answered or declined, where one signed in."""
+    if viewer is None or viewer.person is None:
+        return result
+    return {**result, "answeredBy": viewer.person}

@@ -19,6 +19,7 @@ from elicitation_gateway.gateway.expiry import check_defaults
 from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.models import QuestionRequest, QuestionTool
 from elicitation_gateway.notify import Notifier
+from elicitation_gateway.people import NoPeople, People
 from elicitation_gateway.records import OnTimeout, Record
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores.base import Store
@@ -42,6 +43,8 @@ class AskOptions:
     on_timeout: OnTimeout = "cancel"
     asker: str | None = None
     """Who asks (``?asker=``): shown apart from the message, and before it to OpenCode clients."""
+    to: tuple[str, ...] = ()
+    """Whom it is for (``"to"``: people and ``group:`` names of ``GATEWAY_PEOPLE``); empty: everyone."""
 
 
 NO_OPTIONS = AskOptions()
@@ -85,8 +88,10 @@ class Asking:
         notifier: Callable[[], Notifier | None],
         closing: Callable[[], bool],
         default_session: Callable[[], str],
+        people: Callable[[], People | None] = lambda: None,
     ) -> None:
         self.settings = settings
+        self.people = people
         self.store = store
         self.metrics = metrics
         self.admission = admission
@@ -113,13 +118,17 @@ class Asking:
         :class:`TooLarge` for a question larger than a session may hold."""
         if self.closing():
             raise ShuttingDown("the gateway is shutting down")
+        if options.to:
+            if (people := self.people()) is None:
+                raise NoPeople(options.to[0])
+            people.check_known(options.to)
         form = await self.form(schema, f"{options.asker}: {message}" if options.asker else message)
         if options.on_timeout == "default":
             check_defaults(form)
         session_id = options.session_id or self.default_session()
         await self.admission.check_count(session_id)
         request = QuestionRequest.new(
-            request_id or ids.question_id(), session_id, list(form.questions), options.tool
+            request_id or ids.question_id(), session_id, list(form.questions), options.tool, list(options.to)
         )
         if len(form.fields) > SOFT_QUESTION_LIMIT:
             logger.warning(
@@ -146,7 +155,8 @@ class Asking:
             raise
         self.metrics.asked.inc()
         self.schedule(record.id, timeout)
-        if (notifier := self.notifier()) is not None:
+        if (notifier := self.notifier()) is not None and not options.to:
+            # A question for some people only is never sent to the targets everyone's questions go to.
             # Only the replica whose ask created the record notifies, and never for records it adopts
             # from a shared store or finds at restart: once per question, also in a cluster.
             notifier.submit(record)

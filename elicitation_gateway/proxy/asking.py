@@ -15,7 +15,7 @@ import contextlib
 import contextvars
 import itertools
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
@@ -165,9 +165,12 @@ class Asker:
         answer_with: AnswerWith = "gateway",
         progress_interval: float = 15.0,
         faults: FaultReport | None = None,
+        to: Sequence[str] | None = None,
     ) -> None:
         self.gateway = gateway
         self.calls = calls
+        self.to = to
+        """Whom the gateway asks (people and ``group:`` names of its people file); None: everyone."""
         self.answer_with = answer_with
         self.progress_interval = progress_interval
         self.faults = faults or FaultReport()
@@ -231,7 +234,7 @@ class Asker:
         who = asker(self.server_name, tool)
         form = _as_form(params)
         try:
-            result = await self.gateway.elicit(form, asker=who)
+            result = await self.gateway.elicit(form, asker=who, to=self.to)
         except GatewayRefused as error:
             if error.status in (401, 403):
                 self.faults.fault(

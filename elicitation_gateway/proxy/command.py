@@ -110,6 +110,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="while a person is asked, progress to the client this often (where it sent a token); 0: never",
     )
+    parser.add_argument(
+        "--to",
+        action="append",
+        metavar="NAME",
+        help="a person or group:NAME of the gateway's people file the questions are for (repeatable)",
+    )
     parser.add_argument("command", nargs="*", help=argparse.SUPPRESS)
     return parser
 
@@ -168,6 +174,7 @@ async def serve(args: argparse.Namespace, upstream: Upstream) -> int:
             answer_with=args.answer_with,
             progress_interval=args.progress_interval,
             faults=faults,
+            to=args.to,
         )
         forwarder: Forwarder | None = None
 

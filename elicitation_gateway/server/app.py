@@ -151,6 +151,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     app.state.gateway = gateway
     app.state.settings = settings
     app.state.people = people
+    gateway.people = people
     app.state.bridge = bridge
     app.state.mcp = mcp
     app.state.openapi_document = functools.partial(openapi_document, settings)

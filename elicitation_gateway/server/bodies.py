@@ -92,10 +92,20 @@ class JSONRPCElicitRequest(JSONRPCRequest):
     params: ElicitRequestFormParams  # type: ignore[assignment]  (narrower than a request's params)
 
 
+class AnsweredResult(ElicitResult):
+    """The MCP ``ElicitResult``, and on a gateway with people who answered or declined it."""
+
+    answered_by: str | None = Field(
+        None,
+        description="The person who answered or declined (GATEWAY_PEOPLE, docs/teams.md); absent when "
+        "nobody signed in as a person did.",
+    )
+
+
 class JSONRPCElicitResponse(JSONRPCResponse):
     """The answer to a JSON-RPC ``elicitation/create`` request: its id and the ``ElicitResult``."""
 
-    result: ElicitResult  # type: ignore[assignment]  (narrower than a response's result)
+    result: AnsweredResult  # type: ignore[assignment]  (narrower than a response's result)
 
 
 class ElicitationStatus(Body):
@@ -103,7 +113,7 @@ class ElicitationStatus(Body):
 
     id: str
     status: Status
-    result: ElicitResult | None = Field(None, description="The MCP ElicitResult, once finished.")
+    result: AnsweredResult | None = Field(None, description="The MCP ElicitResult, once finished.")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -185,6 +195,9 @@ class QuestionForm(Body):
     asker: str | None = Field(
         None,
         description="Who asks, as the tool says it (the proxy: server · tool): shown apart from the message.",
+    )
+    to: list[str] | None = Field(
+        None, description="The people and groups the question is for (GATEWAY_PEOPLE); absent: everyone."
     )
     legacy: bool = Field(description='A top-level enum (or array of enum): the content is {"value": ...}.')
     confirm: bool = Field(

@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
@@ -38,6 +39,7 @@ from elicitation_gateway.gateway import (
     normalize_directory,
     valid_session_id,
 )
+from elicitation_gateway.people import parsed_to
 from elicitation_gateway.server.errors import jsonrpc_error
 from elicitation_gateway.server.mcp_server import UnknownNamesRefused
 from elicitation_gateway.server.refusals import REFUSED, refused
@@ -196,8 +198,18 @@ class McpEndpoint:
         self,
         questions: Annotated[list[QuestionInput], Field(min_length=1, description="Questions to ask")],
         ctx: Context,
+        to: Annotated[
+            list[str] | None,
+            Field(
+                description="Whom to ask, where the gateway has people: names and group:NAME; "
+                "absent: everyone"
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, QuestionAnswers]:
-        options = _ask_options(ctx)
+        try:
+            options = replace(_ask_options(ctx), to=parsed_to(to))
+        except ValueError as error:
+            raise ToolError(str(error)) from None
         caller = _caller(ctx, options, questions)
         try:
             record = await self.gateway.ask_or_attach("", Questions(tuple(questions)), options, caller)

@@ -12,7 +12,7 @@ import re
 from functools import cache
 from typing import Any
 
-from mcp.types import ElicitRequestFormParams, ElicitResult
+from mcp.types import ElicitRequestFormParams
 from mcp_types.jsonrpc import JSONRPCError
 from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue, models_json_schema
@@ -21,6 +21,7 @@ from pydantic_core import CoreSchema, core_schema
 from elicitation_gateway import __version__
 from elicitation_gateway.models import QuestionRequest
 from elicitation_gateway.server.bodies import (
+    AnsweredResult,
     BadRequest,
     ElicitationStatus,
     ErrorBody,
@@ -50,7 +51,7 @@ REQUEST_BODIES: tuple[type[BaseModel], ...] = (
 """What the routes accept: described as validation takes it."""
 
 RESPONSE_BODIES: tuple[type[BaseModel], ...] = (
-    ElicitResult,
+    AnsweredResult,
     JSONRPCElicitResponse,
     JSONRPCError,
     ElicitationStatus,

@@ -26,6 +26,7 @@ from elicitation_gateway.gateway.errors import (
     TooLarge,
     TooManySubscribers,
 )
+from elicitation_gateway.people import UnknownRecipient
 from elicitation_gateway.records import Status
 from elicitation_gateway.server.bodies import ErrorBody, json_response
 from elicitation_gateway.server.errors import jsonrpc_error, question_not_found
@@ -69,6 +70,7 @@ REFUSALS: dict[type[Exception], Callable[[Any], Refused]] = {
     LimitExceeded: lambda error: Refused(429, "too_many_pending", str(error), jsonrpc=True),
     TooLarge: lambda error: Refused(413, "question_too_large", str(error), jsonrpc=True),
     ShuttingDown: lambda error: Refused(503, "shutting_down", str(error), jsonrpc=True),
+    UnknownRecipient: lambda error: Refused(400, "unknown_recipient", str(error), jsonrpc=True),
     StoreUnavailable: lambda error: Refused(503, "store_unavailable", str(error), {"Retry-After": "1"}),
     TooManySubscribers: lambda error: Refused(429, "too_many_subscribers", str(error)),
     NotFound: _not_found,

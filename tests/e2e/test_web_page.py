@@ -705,6 +705,34 @@ async def test_page_works_behind_answerer_authentication(make_server, open_page)
         await expect(tab.card()).to_have_count(0)
 
 
+async def test_a_person_sees_their_own_questions_and_whom_each_is_for(make_server, open_page, tmp_path):
+    """Signed in as a person of the people file: the card of a question addressed to them says whom it
+    is for; one addressed to someone else never shows; the tool learns who answered."""
+    people = tmp_path / "people.toml"
+    people.write_text(
+        '[people.alice]\npassword = "a-pass"\ngroups = ["oncall"]\n[people.bob]\npassword = "b"\n'
+    )
+    server = make_server(people=people)
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
+        for_bob = await client.post(
+            "/elicitations", json={**form({"enum": ["Up"]}, "For Bob"), "to": ["bob"]}
+        )
+        assert for_bob.status_code == 201
+        tool = ask(client, {**form({"enum": ["Blue", "Green"]}, "Pick a colour"), "to": ["group:oncall"]})
+        tab = await open_page(server.url, credentials={"username": "alice", "password": "a-pass"})
+        card = tab.card("Pick a colour")
+        await expect(card.locator(".card-to")).to_have_text("For group:oncall")
+        await expect(tab.card()).to_have_count(1)  # Bob's question does not exist for Alice
+        await card.get_by_role("radio", name="Green").check()
+        await card.get_by_role("button", name="Submit").click()
+        assert (await tool).json() == {
+            "action": "accept",
+            "content": {"value": "Green"},
+            "answeredBy": "alice",
+        }
+        await expect(tab.card()).to_have_count(0)
+
+
 async def test_page_and_its_files_are_served_by_the_gateway(server):
     async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
         page = await client.get("/")

@@ -170,6 +170,25 @@ async def test_directory_and_session_flags_place_the_question(server: RunningSer
         await gateway.post(f"/question/{asked['id']}/reject")
 
 
+async def test_the_to_flag_asks_only_those_people(
+    make_server: Callable[..., RunningServer], proxy: Proxy, tmp_path
+):
+    people = tmp_path / "people.toml"
+    people.write_text('[people.alice]\npassword = "a"\ngroups = ["oncall"]\n[people.carol]\npassword = "c"\n')
+    gateway_server = make_server(people=people)
+    async with (
+        proxy.client(gateway_server.url, "--to", "group:oncall") as client,
+        httpx.AsyncClient(base_url=gateway_server.url, auth=("alice", "a")) as alice,
+        httpx.AsyncClient(base_url=gateway_server.url, auth=("carol", "c")) as carol,
+        anyio.create_task_group() as tasks,
+    ):
+        tasks.start_soon(client.call_tool, "order_part", {})
+        asked = await question(alice)
+        assert asked["to"] == ["group:oncall"]
+        assert (await carol.get("/question")).json() == []
+        await alice.post(f"/question/{asked['id']}/reject")
+
+
 async def test_a_list_changed_notification_passes_through(server: RunningServer, proxy: Proxy):
     heard: list[Any] = []
 

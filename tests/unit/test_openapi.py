@@ -128,7 +128,8 @@ def test_optional_fields_of_sent_bodies_are_absent_never_null():
     assert info["properties"]["multiple"] == {"const": True, "type": "boolean"}
     status = components["ElicitationStatus"]
     assert status["required"] == ["id", "status"]
-    assert status["properties"]["result"]["$ref"].endswith("/ElicitResult")
+    assert status["properties"]["result"]["$ref"].endswith("/AnsweredResult")
+    assert components["AnsweredResult"]["properties"]["answeredBy"]["type"] == "string"
     assert "anyOf" not in status["properties"]["result"]
     # JSON-RPC's id is sent as null when the request's is unknown
     assert {"type": "null"} in components["JSONRPCError"]["properties"]["id"]["anyOf"]

@@ -33,7 +33,8 @@ from elicitation_gateway.server.bridge.upstream import (
 )
 from elicitation_gateway.server.errors import tool_error
 from elicitation_gateway.server.routes import questions, streams
-from elicitation_gateway.server.routes.parsing import directory_of
+from elicitation_gateway.server.routes.parsing import directory_of, viewer_of
+from elicitation_gateway.server.routes.streams import addressed
 from elicitation_gateway.server.sse import EventStreamResponse, backlog_chunks
 from elicitation_gateway.stores.base import Subscription
 
@@ -68,14 +69,15 @@ async def event(request: Request) -> Response:
     if own(request):
         return await streams.event(request)
     directory = normalize_directory(directory_of(request))
-    return await _merged_stream(request, lambda e: e.frame() if e.visible_in(directory) else None)
+    frame_of = addressed(viewer_of(request), lambda e: e.frame() if e.visible_in(directory) else None)
+    return await _merged_stream(request, frame_of)
 
 
 async def global_event(request: Request) -> Response:
     if own(request):
         return await streams.global_event(request)
     default = request.app.state.gateway.default_directory
-    return await _merged_stream(request, lambda e: e.global_frame(default))
+    return await _merged_stream(request, addressed(viewer_of(request), lambda e: e.global_frame(default)))
 
 
 async def list_questions(request: Request) -> Response:
@@ -88,7 +90,7 @@ async def list_questions(request: Request) -> Response:
     if own(request):
         return await questions.list_questions(request)
     gateway: Gateway = request.app.state.gateway
-    mine = await gateway.pending_listing(directory_of(request))
+    mine = await gateway.pending_listing(directory_of(request), viewer_of(request))
     upstream = _upstream(request)
     try:
         response = await _forward(upstream, request)

@@ -3,9 +3,9 @@
 import asyncio
 import contextlib
 from collections.abc import Awaitable
+from dataclasses import replace
 from typing import Any, TypeVar
 
-from mcp.types import ElicitResult
 from mcp_types.jsonrpc import INVALID_PARAMS, PARSE_ERROR
 from starlette.requests import Request
 from starlette.responses import Response
@@ -14,7 +14,12 @@ from elicitation_gateway.conversion.schema import SchemaError
 from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.gateway import Caller, Gateway
 from elicitation_gateway.records import Record
-from elicitation_gateway.server.bodies import ElicitationStatus, JSONRPCElicitResponse, json_response
+from elicitation_gateway.server.bodies import (
+    AnsweredResult,
+    ElicitationStatus,
+    JSONRPCElicitResponse,
+    json_response,
+)
 from elicitation_gateway.server.errors import ToolError, jsonrpc_error, tool_error
 from elicitation_gateway.server.refusals import in_envelope
 from elicitation_gateway.server.routes.parsing import (
@@ -26,6 +31,7 @@ from elicitation_gateway.server.routes.parsing import (
     parse_json,
     parse_options,
     parse_seconds,
+    parse_to,
     read_body,
     unwrap_jsonrpc,
 )
@@ -72,7 +78,7 @@ async def elicit(request: Request) -> Response:
     final = await _until_disconnect(request, gateway.final_result(record, caller=caller))
     if final is None:  # the tool went away: nobody is left to answer
         return Response(status_code=499)
-    result = ElicitResult.model_validate(final)
+    result = AnsweredResult.model_validate(final)
     if is_rpc:
         return json_response(JSONRPCElicitResponse(jsonrpc="2.0", id=rpc_id, result=result))
     return json_response(result)
@@ -120,7 +126,7 @@ async def withdraw(request: Request) -> Response:
 async def _ask(request: Request, gateway: Gateway, params: Any, caller: Caller | None = None) -> Record:
     """Parse (a ToolError for what cannot be asked) and ask (or attach, for a ``caller`` coming back);
     the gateway's refusals are answered by :mod:`..refusals`. Nothing refused is stored."""
-    options = parse_options(request)
+    options = replace(parse_options(request), to=parse_to(params))
     message, schema = _form_params(params)
     return await gateway.ask_or_attach(message, schema, options, caller)
 

@@ -12,12 +12,13 @@ import mimetypes
 from collections.abc import Callable
 from typing import Any
 
-from mcp.types import ElicitRequestFormParams, ElicitResult
+from mcp.types import ElicitRequestFormParams
 from mcp_types.jsonrpc import JSONRPCError
 from pydantic import BaseModel
 
 from elicitation_gateway.models import QuestionRequest
 from elicitation_gateway.server.bodies import (
+    AnsweredResult,
     BadRequest,
     ElicitationStatus,
     ErrorBody,
@@ -123,7 +124,7 @@ def elicit(ref: Ref) -> dict[str, Any]:
             },
             "responses": {
                 "200": json_body(
-                    {"oneOf": [ref(ElicitResult), ref(JSONRPCElicitResponse), ref(JSONRPCError)]},
+                    {"oneOf": [ref(AnsweredResult), ref(JSONRPCElicitResponse), ref(JSONRPCError)]},
                     "The ElicitResult; for a JSON-RPC request, a JSON-RPC response (errors included).",
                 ),
                 **_tool_errors(ref),

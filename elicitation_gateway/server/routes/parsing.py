@@ -14,6 +14,7 @@ from elicitation_gateway import encoding
 from elicitation_gateway.conversion.schema import build_form
 from elicitation_gateway.gateway import AskOptions, Caller, printable_id, valid_session_id
 from elicitation_gateway.models import QuestionTool
+from elicitation_gateway.people import Viewer, parsed_to
 from elicitation_gateway.server.bodies import QuestionReply
 from elicitation_gateway.server.errors import PayloadError, ToolError
 
@@ -116,6 +117,23 @@ def parse_form_params(body: Any) -> tuple[str, dict[str, Any]]:
     except ValidationError as error:
         raise ToolError(400, "invalid_params", _describe(error)) from None
     return params.message, params.requested_schema
+
+
+def viewer_of(request: Request) -> Viewer | None:
+    """Who looks, on a gateway with people: the person signed in (:class:`.AccessControl` says), or the
+    shared login; ``None`` without people, where everyone sees everything."""
+    people = getattr(request.app.state, "people", None)
+    if people is None:
+        return None
+    return Viewer(request.scope.get("state", {}).get("person"), people.current)
+
+
+def parse_to(params: Any) -> tuple[str, ...]:
+    """The ask's ``"to"``, beside ``message`` and ``requestedSchema``."""
+    try:
+        return parsed_to(params.get("to") if isinstance(params, dict) else None)
+    except ValueError as error:
+        raise ToolError(400, "invalid_to", str(error)) from None
 
 
 def parse_options(request: Request) -> AskOptions:

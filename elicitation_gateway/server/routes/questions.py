@@ -21,6 +21,7 @@ from elicitation_gateway.server.routes.parsing import (
     parse_answers,
     parse_json,
     read_body,
+    viewer_of,
 )
 
 logger = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ def _gateway(request: Request) -> Gateway:
 async def list_questions(request: Request) -> Response:
     """Written whole when small; a long listing (pending questions may hold many megabytes) in chunks,
     each encoded between two writes, so that it never holds the loop or doubles in memory at once."""
-    return listing(await _gateway(request).pending_listing(directory_of(request)))
+    return listing(await _gateway(request).pending_listing(directory_of(request), viewer_of(request)))
 
 
 def listing(items: list[str]) -> Response:
@@ -64,7 +65,7 @@ async def reply(request: Request) -> Response:
     try:
         request_id = _request_id(request)
         answers = parse_answers(await _json_body(request, gateway), gateway.settings.max_text_length)
-        await gateway.reply(request_id, answers)
+        await gateway.reply(request_id, answers, viewer_of(request))
     except PayloadError as error:
         _log_refusal(request, error.message)
         return error.response()
@@ -86,7 +87,7 @@ async def reject(request: Request) -> Response:
         request_id = _request_id(request)
         body = await _json_body(request, gateway, optional=True)
         action = _reject_action(body)
-        await gateway.reject(request_id, action)
+        await gateway.reject(request_id, action, viewer_of(request))
     except PayloadError as error:
         return error.response()
     return JsonResponse(True)
@@ -96,7 +97,7 @@ async def question_form(request: Request) -> Response:
     """The gateway's own extension: what each question accepts, for answerers that render forms."""
     try:
         request_id = _request_id(request)
-        record = await _gateway(request).pending_record(request_id)
+        record = await _gateway(request).pending_record(request_id, viewer_of(request))
     except PayloadError as error:
         return error.response()
     return json_response(describe_form(record))
@@ -142,6 +143,7 @@ def describe_form(record: Record) -> QuestionForm:
         sessionID=record.request.sessionID,
         message=record.message,
         asker=record.asker,
+        to=record.request.to,
         legacy=form.legacy,
         confirm=form.confirm,
         expiresAt=record.expires_at,

@@ -8,7 +8,8 @@ from starlette.responses import Response
 
 from elicitation_gateway import events
 from elicitation_gateway.gateway import Gateway, normalize_directory
-from elicitation_gateway.server.routes.parsing import directory_of
+from elicitation_gateway.people import Viewer
+from elicitation_gateway.server.routes.parsing import directory_of, viewer_of
 from elicitation_gateway.server.sse import EventStreamResponse, backlog_chunks
 
 HEADERS = {"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"}
@@ -16,17 +17,43 @@ HEADERS = {"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"}
 
 async def event(request: Request) -> Response:
     directory = normalize_directory(directory_of(request))
-    return await _stream(request, lambda e: e.frame() if e.visible_in(directory) else None, wrap=False)
+    frame_of = addressed(viewer_of(request), lambda e: e.frame() if e.visible_in(directory) else None)
+    return await _stream(request, frame_of, wrap=False)
 
 
 async def global_event(request: Request) -> Response:
     default = request.app.state.gateway.default_directory
-    return await _stream(request, lambda e: e.global_frame(default), wrap=True)
+    return await _stream(request, addressed(viewer_of(request), lambda e: e.global_frame(default)), wrap=True)
 
 
-async def _stream(
-    request: Request, frame_of: Callable[[events.Event], bytes | None], *, wrap: bool
-) -> Response:
+FrameOf = Callable[[events.Event], bytes | None]
+
+
+def addressed(viewer: Viewer | None, frame_of: FrameOf) -> FrameOf:
+    """For a gateway with people, a stream without the questions addressed to others: their
+    ``question.asked``, and the ``question.replied`` or ``question.rejected`` of any question this
+    stream was not shown."""
+    if viewer is None:
+        return frame_of
+    shown: set[str] = set()
+
+    def frame(event: events.Event) -> bytes | None:
+        if event.type == events.ASKED:
+            properties = event.properties
+            if not viewer.sees(properties.get("to")):
+                return None
+            shown.add(properties.get("id", ""))
+        elif event.type in (events.REPLIED, events.REJECTED):
+            request_id = event.properties.get("requestID", "")
+            if request_id not in shown:
+                return None
+            shown.discard(request_id)
+        return frame_of(event)
+
+    return frame
+
+
+async def _stream(request: Request, frame_of: FrameOf, *, wrap: bool) -> Response:
     gateway: Gateway = request.app.state.gateway
     metrics = gateway.metrics
     last_event_id = request.headers.get("last-event-id") or request.query_params.get("last_event_id")

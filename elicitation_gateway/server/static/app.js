@@ -375,6 +375,8 @@
       "p",
       { className: "card-meta" },
       el("span", { text: confirm ? "Yes or no" : plural(fields.length, "question", "questions") }),
+      // Whom it is for, where the gateway has people (docs/teams.md).
+      spec.to && spec.to.length ? el("span", { className: "card-to", text: `For ${spec.to.join(", ")}` }) : null,
       expires,
     );
     const heading = el("h2", { id: titleId, className: "card-title", tabindex: "-1", text: card.title });
