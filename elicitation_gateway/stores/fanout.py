@@ -37,6 +37,11 @@ class LocalSubscription(Subscription):
         self._queue.append(event)
         self._wakeup.set()
 
+    def take_queued(self) -> list[events.Event]:
+        taken = list(self._queue)
+        self._queue.clear()
+        return taken
+
     def end(self) -> None:
         """Stop after what is already queued."""
         self._ending = True
