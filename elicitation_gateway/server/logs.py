@@ -141,6 +141,12 @@ def configure_logging(settings: Settings) -> dict:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
+    # Neither format shows where a record was logged from, nor the process: logging need not look
+    # them up for every record (the logging HOWTO's "Optimization"; threads stay, notify_workers.py
+    # reads them).
+    logging._srcfile = None  # type: ignore[attr-defined]
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
     root.setLevel(settings.log_level.upper())
     # Python's warnings go through the same handler, so JSON logs hold nothing but JSON.
     logging.captureWarnings(True)
