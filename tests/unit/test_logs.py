@@ -12,15 +12,19 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from starlette.requests import ClientDisconnect
 
 from elicitation_gateway.server.logs import (
     ACCESS_LOGGER,
     CLIENT_GONE,
+    TEXT_FORMAT,
     AccessDuration,
     AccessPath,
     ClientGone,
     JsonFormatter,
+    TextFormatter,
     configure_logging,
     listening_line,
     quiet_dropped_clients,
@@ -187,6 +191,16 @@ def test_the_listening_line_in_text_and_json():
 )
 def test_the_setup_line_names_the_store_s_kind_never_its_address_and_counts_targets(store, notify, line):
     assert setup_line(Settings.model_construct(store=store, notify=notify)) == line
+
+
+@given(st.lists(st.floats(min_value=0, max_value=4_102_444_800), min_size=1, max_size=20))
+def test_text_lines_are_logging_s_own_whatever_the_times_and_their_order(times):
+    ours, plain = TextFormatter(), logging.Formatter(TEXT_FORMAT)
+    for created in [*times, *sorted(times)]:  # out of order, and each second's records together
+        record = logging.makeLogRecord({"name": "n", "levelname": "INFO", "msg": "m %s", "args": ("a",)})
+        record.created, record.msecs = created, (created - int(created)) * 1000
+        assert ours.format(record) == plain.format(record)
+        assert ours.formatTime(record, "%H") == plain.formatTime(record, "%H")
 
 
 @pytest.fixture
