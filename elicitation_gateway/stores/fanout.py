@@ -38,6 +38,8 @@ class LocalSubscription(Subscription):
         self._wakeup.set()
 
     def take_queued(self) -> list[events.Event]:
+        if not self._queue:  # the usual case: one event at a time
+            return []
         taken = list(self._queue)
         self._queue.clear()
         return taken
