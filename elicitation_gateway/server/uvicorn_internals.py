@@ -423,7 +423,7 @@ class DeadlineProtocol(HttpToolsProtocol):
         super().on_headers_complete()
         cycle = getattr(self, "cycle", None)
         if cycle is not None and cycle.transport is self._connection:  # not an upgrade's
-            cycle.transport = HeadWithBody(self._connection)
+            cycle.transport = HeadWithBody(self._connection, cycle)
 
     def on_body(self, body: bytes) -> None:
         if self._refusal is None:  # a refused request has no cycle to take its body
@@ -578,30 +578,30 @@ class HeadWithBody:
     held until the body's first chunk, and no longer than the current step of the loop: a response whose
     body comes later (an event stream) has its head sent at the end of the step, as before.
 
-    Only the first write of each request is held; everything else passes straight through."""
+    Only the first write of each request is held: once it is out, the request's ``cycle`` is handed the
+    connection's transport back, and everything else it writes goes straight to it."""
 
-    __slots__ = ("_first", "_held", "_transport")
+    __slots__ = ("_cycle", "_held", "_transport")
 
     JOINED = 65_536
     """A body chunk up to this size is copied after the head into one write; a longer one is written
     after it (a copy of a large chunk costs more than the second write)."""
 
-    def __init__(self, transport: asyncio.Transport) -> None:
+    def __init__(self, transport: asyncio.Transport, cycle: Any) -> None:
         self._transport = transport
+        self._cycle = cycle
         self._held: bytes | None = None
-        self._first = True
 
     def write(self, data: bytes) -> None:
         held = self._held
         if held is not None:
-            self._held = None
+            self._done()
             if len(data) <= self.JOINED:
                 self._transport.write(held + data)
             else:
                 self._transport.write(held)
                 self._transport.write(data)
-        elif self._first:
-            self._first = False
+        elif self._cycle is not None:
             self._held = bytes(data)
             asyncio.get_running_loop().call_soon(self.flush)
         else:
@@ -611,9 +611,15 @@ class HeadWithBody:
         """Write the held head, if any (at the end of the step that wrote it, or before a close)."""
         held = self._held
         if held is not None:
-            self._held = None
+            self._done()
             if not self._transport.is_closing():
                 self._transport.write(held)
+
+    def _done(self) -> None:
+        self._held = None
+        if self._cycle is not None:
+            self._cycle.transport = self._transport
+            self._cycle = None
 
     def close(self) -> None:
         self.flush()
@@ -812,7 +818,7 @@ async def _probe(base: type) -> None:
             seen["version"] = self.parser.get_http_version()
             super().on_header(b"x-added", b"added")
             super().on_headers_complete()
-            self.cycle.transport = HeadWithBody(self.cycle.transport)
+            self.cycle.transport = HeadWithBody(self.cycle.transport, self.cycle)
 
         def on_response_complete(self) -> None:
             seen["completed"] += 1
