@@ -27,6 +27,28 @@ _request_started: ContextVar[float] = ContextVar("request_started")
 """When the app received the request being served (``time.perf_counter()``): set by ``note_request_start``."""
 
 
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class TextFormatter(logging.Formatter):
+    """The readable lines: :data:`TEXT_FORMAT`, exactly as ``logging.Formatter`` writes it, with the
+    date and time of a second formatted once for all of that second's records."""
+
+    def __init__(self) -> None:
+        super().__init__(TEXT_FORMAT)
+        self._second: tuple[int, str] = (-1, "")
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        if datefmt is not None:
+            return super().formatTime(record, datefmt)
+        second = int(record.created)  # local time changes on whole seconds, as UTC offsets are
+        cached, text = self._second
+        if second != cached:
+            text = time.strftime(self.default_time_format, self.converter(record.created))
+            self._second = (second, text)
+        return self.default_msec_format % (text, record.msecs)
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object a line: ``time``, ``level``, ``logger``, ``message``, then the record's extras.
 
@@ -138,9 +160,15 @@ def configure_logging(settings: Settings) -> dict:
         handler.setFormatter(JsonFormatter())
         handler.addFilter(AccessDuration())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(TextFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
+    # Neither format shows where a record was logged from, nor the process: logging need not look
+    # them up for every record (the logging HOWTO's "Optimization"; threads stay, notify_workers.py
+    # reads them).
+    logging._srcfile = None  # type: ignore[attr-defined]
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
     root.setLevel(settings.log_level.upper())
     # Python's warnings go through the same handler, so JSON logs hold nothing but JSON.
     logging.captureWarnings(True)

@@ -69,6 +69,8 @@ JSON_MEDIA_TYPE = re.compile(r"application/(?:[^\s/;+]+\+)?json", re.IGNORECASE)
 
 def is_json(content_type: str) -> bool:
     """``application/json`` or ``application/<anything>+json``, with any parameters (a charset)."""
+    if content_type == "application/json":  # what nearly every client sends
+        return True
     return JSON_MEDIA_TYPE.fullmatch(content_type.split(";", 1)[0].strip()) is not None
 
 

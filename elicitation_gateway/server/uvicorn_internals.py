@@ -4,8 +4,9 @@
 uvicorn documents how to run it, not its insides; the gateway reaches into four of them:
 
 - its HTTP protocol (``HttpToolsProtocol``, a private module), subclassed as :class:`DeadlineProtocol`:
-  deadlines for slow clients, limits on a request's head, RFC 9112's ``Host`` rules, and the
-  connection's socket offered to the app (see below);
+  deadlines for slow clients, limits on a request's head, RFC 9112's ``Host`` rules, the
+  connection's socket offered to the app (see below), and each response's head written with the
+  first chunk of its body, one write where uvicorn makes two (:class:`HeadWithBody`);
 - its log records: the ERROR it logs when an app ends a response unfinished, left out when the app
   did so on purpose (:class:`DeliberateEnds`), and the shape of its access records, which the log
   format reads and from which the query string is removed (:func:`access_parts`);
@@ -156,6 +157,11 @@ ASSUMPTIONS = (
     Assumption(
         "response_complete",
         "on_response_complete is called once each response's last chunk is sent",
+    ),
+    Assumption(
+        "cycle_transport",
+        "the cycle made by on_headers_complete writes its response through its `transport` attribute, "
+        "the head in one write, then each chunk of the body",
     ),
     Assumption(
         "access_record",
@@ -415,6 +421,9 @@ class DeadlineProtocol(HttpToolsProtocol):
         if self._hosts == 0 and (authority := self._target_authority()) is not None:
             super().on_header(b"host", authority)  # HTTP/1.0 without Host: the target's host is judged
         super().on_headers_complete()
+        cycle = getattr(self, "cycle", None)
+        if cycle is not None and cycle.transport is self._connection:  # not an upgrade's
+            cycle.transport = HeadWithBody(self._connection, cycle)
 
     def on_body(self, body: bytes) -> None:
         if self._refusal is None:  # a refused request has no cycle to take its body
@@ -563,6 +572,63 @@ class DeadlineProtocol(HttpToolsProtocol):
         reset(transport)
 
 
+class HeadWithBody:
+    """A request's view of its connection's transport that writes the response's head with the first
+    chunk of its body: one write (one system call, one segment) where uvicorn makes two. The head is
+    held until the body's first chunk, and no longer than the current step of the loop: a response whose
+    body comes later (an event stream) has its head sent at the end of the step, as before.
+
+    Only the first write of each request is held: once it is out, the request's ``cycle`` is handed the
+    connection's transport back, and everything else it writes goes straight to it."""
+
+    __slots__ = ("_cycle", "_held", "_transport")
+
+    JOINED = 65_536
+    """A body chunk up to this size is copied after the head into one write; a longer one is written
+    after it (a copy of a large chunk costs more than the second write)."""
+
+    def __init__(self, transport: asyncio.Transport, cycle: Any) -> None:
+        self._transport = transport
+        self._cycle = cycle
+        self._held: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        held = self._held
+        if held is not None:
+            self._done()
+            if len(data) <= self.JOINED:
+                self._transport.write(held + data)
+            else:
+                self._transport.write(held)
+                self._transport.write(data)
+        elif self._cycle is not None:
+            self._held = bytes(data)
+            asyncio.get_running_loop().call_soon(self.flush)
+        else:
+            self._transport.write(data)
+
+    def flush(self) -> None:
+        """Write the held head, if any (at the end of the step that wrote it, or before a close)."""
+        held = self._held
+        if held is not None:
+            self._done()
+            if not self._transport.is_closing():
+                self._transport.write(held)
+
+    def _done(self) -> None:
+        self._held = None
+        if self._cycle is not None:
+            self._cycle.transport = self._transport
+            self._cycle = None
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
 def deadline_protocol(
     header_timeout: float,
     send_timeout: float,
@@ -669,6 +735,7 @@ class _Recorded(asyncio.Transport):
     def __init__(self) -> None:
         super().__init__()
         self.written = b""
+        self.writes = 0
         self.closed = False
         self.protocol: Any = None
 
@@ -677,6 +744,7 @@ class _Recorded(asyncio.Transport):
 
     def write(self, data: Any) -> None:
         self.written += bytes(data)
+        self.writes += 1
 
     def is_closing(self) -> bool:
         return self.closed
@@ -750,6 +818,7 @@ async def _probe(base: type) -> None:
             seen["version"] = self.parser.get_http_version()
             super().on_header(b"x-added", b"added")
             super().on_headers_complete()
+            self.cycle.transport = HeadWithBody(self.cycle.transport, self.cycle)
 
         def on_response_complete(self) -> None:
             seen["completed"] += 1
@@ -827,6 +896,14 @@ async def _probe(base: type) -> None:
         await _settle(lambda: seen["completed"] > 0)
         if seen["completed"] != 1:
             raise UvicornMismatch("response_complete", f"it was called {seen['completed']} times")
+        if (
+            transport.writes != 1
+            or not transport.written.startswith(b"HTTP/1.1 200 ")
+            or not (transport.written.endswith(b"\r\n\r\nok"))
+        ):
+            raise UvicornMismatch(
+                "cycle_transport", f"it wrote {transport.written[:40]!r} in {transport.writes} writes"
+            )
         with _stage("access_record"):
             shapes = [access_parts(record) for record, _ in accesses.records]
             expected = {"method": "GET", "path": "/whole?q=1", "http_version": "1.1", "status": 200}

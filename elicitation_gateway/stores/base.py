@@ -33,6 +33,11 @@ class Subscription(ABC):
     @abstractmethod
     def __aiter__(self) -> AsyncIterator[events.Event]: ...
 
+    def take_queued(self) -> list[events.Event]:
+        """The events already waiting to be yielded, taken at once (iterating would yield them one at a
+        time, in this order): a stream writes them together. None, where nothing waits in a queue."""
+        return []
+
     @abstractmethod
     def close(self) -> None: ...
 

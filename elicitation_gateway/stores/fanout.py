@@ -37,6 +37,13 @@ class LocalSubscription(Subscription):
         self._queue.append(event)
         self._wakeup.set()
 
+    def take_queued(self) -> list[events.Event]:
+        if not self._queue:  # the usual case: one event at a time
+            return []
+        taken = list(self._queue)
+        self._queue.clear()
+        return taken
+
     def end(self) -> None:
         """Stop after what is already queued."""
         self._ending = True

@@ -341,6 +341,25 @@ async def test_close_ends_subscriptions_after_what_was_queued(make_store):
     assert got == ["question.asked", "question.rejected"]
 
 
+async def test_events_waiting_for_a_subscriber_are_taken_together_in_order(make_store):
+    store = await make_store()
+    subscription = await store.subscribe()
+    for index in range(3):
+        await store.add(record(f"que_{index}"))
+    [first] = await drain(subscription, 1)
+    queued: list = []
+    async with asyncio.timeout(2):  # a replica reads the events from the shared stream as they come
+        while len(queued) < 2:
+            queued += subscription.take_queued()
+            await asyncio.sleep(0.01)
+    assert [e.properties["id"] for e in (first, *queued)] == ["que_0", "que_1", "que_2"]
+    assert subscription.take_queued() == []  # taken: iterating would not yield them again
+    await store.add(record("que_3"))
+    [later] = await drain(subscription, 1)
+    assert later.properties["id"] == "que_3"
+    subscription.close()
+
+
 async def test_a_subscriber_that_falls_too_far_behind_is_dropped(make_store):
     store = await make_store(subscriber_queue=3)
     slow = await store.subscribe()

@@ -12,15 +12,19 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from starlette.requests import ClientDisconnect
 
 from elicitation_gateway.server.logs import (
     ACCESS_LOGGER,
     CLIENT_GONE,
+    TEXT_FORMAT,
     AccessDuration,
     AccessPath,
     ClientGone,
     JsonFormatter,
+    TextFormatter,
     configure_logging,
     listening_line,
     quiet_dropped_clients,
@@ -189,13 +193,25 @@ def test_the_setup_line_names_the_store_s_kind_never_its_address_and_counts_targ
     assert setup_line(Settings.model_construct(store=store, notify=notify)) == line
 
 
+@given(st.lists(st.floats(min_value=0, max_value=4_102_444_800), min_size=1, max_size=20))
+def test_text_lines_are_logging_s_own_whatever_the_times_and_their_order(times):
+    ours, plain = TextFormatter(), logging.Formatter(TEXT_FORMAT)
+    for created in [*times, *sorted(times)]:  # out of order, and each second's records together
+        record = logging.makeLogRecord({"name": "n", "levelname": "INFO", "msg": "m %s", "args": ("a",)})
+        record.created, record.msecs = created, (created - int(created)) * 1000
+        assert ours.format(record) == plain.format(record)
+        assert ours.formatTime(record, "%H") == plain.formatTime(record, "%H")
+
+
 @pytest.fixture
 def restore_logging() -> Iterator[None]:
     """``configure_logging`` sets process-wide state: give the next test what this one found."""
     root = logging.getLogger()
     names = ("uvicorn", "uvicorn.error", ACCESS_LOGGER)
     saved = (root.handlers[:], root.level, [logging.getLogger(name).level for name in names])
+    lookups = (logging._srcfile, logging.logProcesses, logging.logMultiprocessing)  # type: ignore[attr-defined]
     yield
+    logging._srcfile, logging.logProcesses, logging.logMultiprocessing = lookups  # type: ignore[attr-defined]
     root.handlers[:], root.level = saved[0], saved[1]
     for name, level in zip(names, saved[2], strict=True):
         logging.getLogger(name).setLevel(level)
@@ -224,6 +240,30 @@ def test_a_record_below_the_level_is_never_formatted(log_format, capsys):
     logging.getLogger("elicitation_gateway.gateway").warning("shown %s", above)
     assert (below.formatted, above.formatted) == (0, 1)
     assert capsys.readouterr().err.count("shown counted") == 1
+
+
+@pytest.mark.usefixtures("restore_logging")
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_records_skip_the_caller_and_process_no_format_shows_but_keep_the_thread(log_format, capsys):
+    logging.config.dictConfig(configure_logging(Settings(log_format=log_format)))
+    kept: list[logging.LogRecord] = []
+    logger = logging.getLogger("elicitation_gateway.gateway")
+    handler = logging.Handler()
+    handler.emit = kept.append  # type: ignore[method-assign]
+    logger.addHandler(handler)
+    try:
+        logger.info("asked %s", "que_1")
+    finally:
+        logger.removeHandler(handler)
+    [record] = kept
+    assert (record.funcName, record.process, record.processName) == ("(unknown function)", None, None)
+    assert record.thread is not None  # notification workers' records are told apart by it
+    [line] = capsys.readouterr().err.splitlines()
+    assert "asked que_1" in line
+    if log_format == "json":
+        assert set(json.loads(line)) == {"time", "level", "logger", "message"}
+    else:
+        assert line.endswith(" INFO elicitation_gateway.gateway: asked que_1")
 
 
 @pytest.mark.usefixtures("restore_logging")

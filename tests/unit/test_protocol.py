@@ -23,6 +23,8 @@ from uvicorn.server import ServerState
 from elicitation_gateway.server.uvicorn_internals import (
     OVERRIDDEN,
     DeadlineProtocol,
+    HeadWithBody,
+    _Recorded,
     check_uvicorn,
     deadline_protocol,
 )
@@ -130,6 +132,66 @@ async def test_a_buffer_written_out_meanwhile_ends_the_watch():
 
 # ---------------------------------------------------------------------------------------------------
 # What the limits assume of uvicorn, beyond the methods check_uvicorn finds
+
+
+HEAD = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n"
+
+
+def holding(transport: _Recorded) -> tuple[HeadWithBody, SimpleNamespace]:
+    """A request's writer, and its cycle (uvicorn's writes through ``cycle.transport``)."""
+    cycle = SimpleNamespace()
+    cycle.transport = HeadWithBody(transport, cycle)
+    return cycle.transport, cycle
+
+
+async def test_a_head_goes_out_with_the_first_chunk_of_its_body_in_one_write():
+    transport = _Recorded()
+    writer, cycle = holding(transport)
+    writer.write(HEAD)
+    assert transport.writes == 0
+    writer.write(b"ok")
+    assert (transport.written, transport.writes) == (HEAD + b"ok", 1)
+    assert cycle.transport is transport  # everything after the first chunk goes straight through
+    writer.write(b"more")  # and so does a write through a writer kept from before
+    assert (transport.written, transport.writes) == (HEAD + b"okmore", 2)
+    await asyncio.sleep(0)  # the step's end finds nothing held
+    assert transport.writes == 2
+
+
+async def test_a_head_whose_body_comes_later_goes_out_at_the_end_of_the_step():
+    transport = _Recorded()
+    writer, cycle = holding(transport)
+    writer.write(HEAD)
+    await asyncio.sleep(0)
+    assert (transport.written, transport.writes) == (HEAD, 1)
+    assert cycle.transport is transport
+    cycle.transport.write(b"event")
+    assert (transport.written, transport.writes) == (HEAD + b"event", 2)
+
+
+async def test_a_large_first_chunk_is_written_after_the_head_not_copied_onto_it():
+    transport = _Recorded()
+    writer, _ = holding(transport)
+    writer.write(HEAD)
+    body = bytes(HeadWithBody.JOINED + 1)
+    writer.write(body)
+    assert (transport.written, transport.writes) == (HEAD + body, 2)
+
+
+async def test_a_close_writes_the_held_head_first_and_a_closed_transport_gets_nothing():
+    transport = _Recorded()
+    writer, _ = holding(transport)
+    writer.write(HEAD)
+    writer.close()
+    assert (transport.written, transport.closed) == (HEAD, True)
+
+    gone = _Recorded()
+    writer, _ = holding(gone)
+    writer.write(HEAD)
+    gone.close()  # the connection was lost within the step
+    await asyncio.sleep(0)
+    assert gone.writes == 0
+    assert writer.is_closing()  # the rest of the transport's surface is the transport's own
 
 
 def test_uvicorn_is_pinned_below_its_next_minor():

@@ -206,6 +206,37 @@ def test_a_protocol_not_told_of_a_complete_response_is_refused():
     assert "called 0 times" in str(error)
 
 
+def test_a_protocol_whose_cycle_writes_past_its_transport_is_refused():
+    class Elsewhere:
+        """What a cycle holding its own reference to the connection would do."""
+
+        def __init__(self, transport: Any) -> None:
+            self.transport = transport
+
+        def write(self, data: bytes) -> None:
+            self.transport.write(data)
+
+    class StandIn(HttpToolsProtocol):
+        def on_headers_complete(self) -> None:
+            super().on_headers_complete()
+            cycle = self.cycle
+            real = Elsewhere(cycle.transport)
+            send = cycle.send
+
+            async def send_past(message: Any) -> None:
+                saved, cycle.transport = cycle.transport, real
+                try:
+                    await send(message)
+                finally:
+                    cycle.transport = saved
+
+            cycle.send = send_past  # type: ignore[method-assign]
+
+    error = refused(StandIn)
+    assert error.assumption.name == "cycle_transport"
+    assert "in 2 writes" in str(error)
+
+
 # ---------------------------------------------------------------------------------------------------
 # bad_request, unfinished_closes, unfinished_logged, access_record: what uvicorn does on its own
 

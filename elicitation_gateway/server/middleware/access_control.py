@@ -46,21 +46,24 @@ class AccessControl:
         if method == "OPTIONS":
             await self.app(scope, receive, send)
             return
-        headers = Headers(scope=scope)
         role = self.routes.role_of(path)
-        if role == "tool" and self.tool_token is not None and not tool_allowed(headers, self.tool_token):
+        if (
+            role == "tool"
+            and self.tool_token is not None
+            and not tool_allowed(Headers(scope=scope), self.tool_token)
+        ):
             message = "this route needs the tool token: Authorization: Bearer <token>"
             await send_error(send, 401, "unauthorized", message, [(b"www-authenticate", b"Bearer")])
             return
         if role == "answerer" and (self.password is not None or self.people is not None):
-            signed_in, person = await self._answerer(scope, headers)
+            signed_in, person = await self._answerer(scope, Headers(scope=scope))
             if not signed_in:
                 message = "this route needs the answerer's HTTP Basic credentials"
                 await send_error(send, 401, "unauthorized", message, [(b"www-authenticate", BASIC_CHALLENGE)])
                 return
             scope.setdefault("state", {})["person"] = person
         rule = self.routes.body_rule(method, path)
-        if rule is not None and not is_json(content_type := headers.get("content-type", "")):
+        if rule is not None and not is_json(content_type := _content_type(scope)):
             receive, empty = await _peek_empty(receive) if rule == "json_or_empty" else (receive, False)
             if not empty:
                 await _unsupported(role, content_type)(scope, receive, send)
@@ -80,6 +83,14 @@ class AccessControl:
         if self.password is not None and answerer_allowed(given, self.username, self.password):
             return True, None
         return False, None
+
+
+def _content_type(scope: Scope) -> str:
+    """The request's first ``Content-Type``, as ``Headers.get`` reads it; ``""`` without one."""
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            return value.decode("latin-1")
+    return ""
 
 
 async def _peek_empty(receive: Receive) -> tuple[Receive, bool]:

@@ -23,15 +23,19 @@ class BrowserGuard:
             await self.app(scope, receive, send)
             return
         host = None
+        browser = False  # whether the request says where it comes from, as browsers' requests do
         for name, value in scope["headers"]:
             if name == b"host":
-                host = value.decode("latin-1")
-                break
+                if host is None:
+                    host = value.decode("latin-1")
+            elif name == b"origin" or name == b"sec-fetch-site":
+                browser = True
         if host is not None and not self.policy.serves(host):
             await send_error(send, 421, "host_not_allowed", _foreign_host(host))
             return
         method = scope["method"]
-        if method != "OPTIONS" and self.routes.origin_checked(method, scope["path"]):
+        # A request with neither Origin nor Sec-Fetch-Site comes from no browser: no origin to judge.
+        if browser and method != "OPTIONS" and self.routes.origin_checked(method, scope["path"]):
             foreign = self.policy.foreign_origin(Headers(scope=scope))
             if foreign is not None:
                 await send_error(send, 403, "cross_origin", _cross_origin(foreign))

@@ -24,7 +24,10 @@ class Cors:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if not any(name == b"origin" for name, _ in scope["headers"]):
+        for name, _ in scope["headers"]:
+            if name == b"origin":
+                break
+        else:  # no Origin
 
             async def varying(message: Message) -> None:
                 """Every response depends on the Origin it was asked with: caches must keep them apart."""

@@ -70,9 +70,16 @@ async def _stream(request: Request, frame_of: FrameOf, *, wrap: bool) -> Respons
             yield chunk
             await asyncio.sleep(0)  # a long backlog must not hold the loop from others
         async for published in subscription:  # ends when the subscription is closed
-            if (frame := frame_of(published)) is not None:
-                metrics.events_sent.inc()
-                yield frame
+            queued = subscription.take_queued()
+            if not queued:
+                if (frame := frame_of(published)) is not None:
+                    metrics.events_sent.inc()
+                    yield frame
+                continue
+            # Events published while this stream waited its turn go out together, in few writes.
+            for chunk, count in backlog_chunks(frame_of(ready) for ready in (published, *queued)):
+                metrics.events_sent.inc(count)
+                yield chunk
 
     def heartbeat() -> bytes:
         beat = events.heartbeat()
