@@ -70,22 +70,23 @@ async def test_get_mcp_streams_count_against_the_limit_and_give_their_place_back
 async def test_a_tool_call_streaming_its_wait_holds_a_place_until_it_returns(make_server):
     server = make_server(max_subscribers=1)
     gateway = server.gateway
-    async with (
-        httpx.AsyncClient(base_url=server.url, timeout=10) as client,
-        Client(f"{server.url}/mcp") as mcp,
-    ):
-        # The client posts notifications/initialized without waiting for it: that POST, which may be
-        # answered with a stream as far as its headers say, holds the one place until it is answered.
-        await until(lambda: streams(gateway) == 0, what="the initialize exchange's posts answered")
-        call = asyncio.create_task(mcp.call_tool("question", {"questions": QUESTION}))
-        [request] = await pending(client)
-        assert streams(gateway) == 1
-        assert (await client.get("/event")).status_code == 429
-        replied = await client.post(f"/question/{request['id']}/reply", json={"answers": [["Yes"]]})
-        assert replied.status_code == 200
-        result = await call
-        assert result.structured_content == {"action": "accept", "answers": [["Yes"]]}
-        await until(lambda: streams(gateway) == 0, what="the call's place given back")
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
+        async with Client(f"{server.url}/mcp") as mcp:
+            # The client posts notifications/initialized without waiting for it: that POST, which may be
+            # answered with a stream as far as its headers say, holds the one place until it is answered.
+            await until(lambda: streams(gateway) == 0, what="the initialize exchange's posts answered")
+            call = asyncio.create_task(mcp.call_tool("question", {"questions": QUESTION}))
+            [request] = await pending(client)
+            assert streams(gateway) == 1
+            assert (await client.get("/event")).status_code == 429
+            replied = await client.post(f"/question/{request['id']}/reply", json={"answers": [["Yes"]]})
+            assert replied.status_code == 200
+            result = await call
+            assert result.structured_content == {"action": "accept", "answers": [["Yes"]]}
+            await until(lambda: streams(gateway) == 0, what="the call's place given back")
+        # The MCP client gone (it may open a stream of its own again, which would take the one place),
+        # the place is an event stream's.
+        await until(lambda: streams(gateway) == 0, what="the client's streams ended")
         async with client.stream("GET", "/event") as events:
             assert events.status_code == 200
 
