@@ -214,13 +214,18 @@ async def test_the_access_control_refuses_exactly_the_secured_operations():
 
 
 @pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    """The real routes in process, on a started gateway (no server, no lifespan)."""
-    settings = settings_for_tests()
+async def http(tmp_path) -> AsyncIterator[httpx.AsyncClient]:
+    """The real routes in process, on a started gateway (no server, no lifespan), with one person, so that
+    a question may carry every key a form can have (its ``to`` too), signed in as that person."""
+    people = tmp_path / "people.toml"
+    people.write_text('[people.alice]\npassword = "a"\n')
+    settings = settings_for_tests(people=people)
     gateway = Gateway(settings)
     await gateway.start()
     transport = httpx.ASGITransport(app=create_app(settings, gateway))
-    async with httpx.AsyncClient(transport=transport, base_url="http://gateway.localhost") as client:
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://gateway.localhost", auth=("alice", "a")
+    ) as client:
         yield client
     await gateway.shutdown()
 
@@ -228,7 +233,9 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
 async def test_the_form_route_sends_exactly_the_keys_of_its_model(http):
     """A key the route adds without the model, or one the model has that the route never sends, fails."""
     created = await http.post(
-        "/elicitations", json=form(EVERY_CHECK_SCHEMA, "Check everything"), params={"asker": "Ops · check"}
+        "/elicitations",
+        json={**form(EVERY_CHECK_SCHEMA, "Check everything"), "to": ["alice"]},
+        params={"asker": "Ops · check"},
     )
     assert created.status_code == 201, created.text
     body = (await http.get(f"/question/{created.json()['id']}/form")).json()
