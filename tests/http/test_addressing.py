@@ -5,6 +5,8 @@ names nobody refused with nothing asked."""
 
 import asyncio
 import contextlib
+import json
+import sys
 from collections.abc import AsyncIterator
 
 import httpx
@@ -204,3 +206,32 @@ async def test_the_mcp_question_tool_addresses_a_question(team):
         refused = await mcp.call_tool("question", {"questions": questions, "to": ["nobody"]})
         assert refused.is_error
         assert "'nobody' names no person" in refused.content[0].text
+
+
+async def test_ask_on_the_command_line_addresses_a_question(team):
+    async with clients(team) as http:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "elicitation_gateway",
+            "ask",
+            "--url",
+            team.url,
+            "--to",
+            "carol",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        process.stdin.write(json.dumps(PARAMS).encode())
+        process.stdin.close()
+        try:
+            [request_id] = await until_listed(http["carol"])
+            assert await listed(http["alice"]) == []
+            await http["carol"].post(f"/question/{request_id}/reply", json={"answers": [["go"]]})
+            out, _ = await asyncio.wait_for(process.communicate(), 30)
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+        assert json.loads(out) == {"action": "accept", "content": {"k0": "go"}}
