@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from elicitation_gateway import events
 from elicitation_gateway.conversion.schema import Form
+from elicitation_gateway.escalation import Step
 from elicitation_gateway.models import QuestionRequest
 
 Status = Literal["pending", "answered", "declined", "cancelled", "expired"]
@@ -38,6 +39,8 @@ class Record(BaseModel):
     result: dict[str, Any] | None = None
     """The MCP ``ElicitResult`` on the wire, once finished."""
     finished_at: float | None = None
+    escalate: tuple[Step, ...] = ()
+    """Steps that widen its audience while nobody answers (:mod:`elicitation_gateway.escalation`)."""
 
     @classmethod
     def new(
@@ -50,6 +53,7 @@ class Record(BaseModel):
         expires_at: float,
         on_timeout: OnTimeout,
         asker: str | None = None,
+        escalate: tuple[Step, ...] = (),
     ) -> "Record":
         """A pending record of parts the gateway made and checked, so not validated again; all of them
         share one set of field names, where pydantic would keep a set (~500 bytes) per record."""
@@ -63,6 +67,7 @@ class Record(BaseModel):
             expires_at=expires_at,
             on_timeout=on_timeout,
             asker=asker,
+            escalate=escalate,
         )
 
     @property
@@ -98,5 +103,6 @@ class Record(BaseModel):
 
 _NEW_RECORD_FIELDS = {
     *("request", "form", "message", "asker", "directory", "created_at", "expires_at", "on_timeout"),
+    "escalate",
 }
 """Shared by every record ``Record.new`` makes: pydantic copies it before any change."""

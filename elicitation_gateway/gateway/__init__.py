@@ -11,7 +11,7 @@ Nothing here knows HTTP.
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from elicitation_gateway.gateway.admission import Admission
@@ -32,6 +32,7 @@ from elicitation_gateway.gateway.errors import (
     TooLarge,
     TooManySubscribers,
 )
+from elicitation_gateway.gateway.escalating import Escalating
 from elicitation_gateway.gateway.expiry import ACCEPT, CANCEL, Expiry
 from elicitation_gateway.gateway.finishing import Finishing
 from elicitation_gateway.gateway.following import Following
@@ -40,7 +41,8 @@ from elicitation_gateway.gateway.reattach import Caller, Reattach
 from elicitation_gateway.gateway.waiting import Heartbeat, Waiting, WaitStatus
 from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.notify import Notifier
-from elicitation_gateway.people import PeopleFile
+from elicitation_gateway.notify_people import PeopleNotifier
+from elicitation_gateway.people import People, PeopleFile, UnknownRecipient
 from elicitation_gateway.records import Record
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores import make_store
@@ -90,8 +92,12 @@ class Gateway:
         self.expiry = Expiry(
             store, finish=lambda *a, **k: self.finishing.finish(*a, **k), owe=self._owe, spawn=self._spawn
         )
+        self.people_notifier: PeopleNotifier | None = None
+        self.escalating = Escalating(
+            store, people=self._people, notify=self._notify_people, spawn=self._spawn
+        )
         self.finishing = Finishing(
-            store, self.metrics, self.admission.pending_bytes, forget=self.expiry.discard, notifier=notifier
+            store, self.metrics, self.admission.pending_bytes, forget=self._forget, notifier=notifier
         )
         finish = self.finishing.finish
         self.owed = Owed(
@@ -111,7 +117,8 @@ class Gateway:
             notifier=notifier,
             closing=closing,
             default_session=default_session,
-            people=lambda: None if self.people is None else self.people.current,
+            people=self._people,
+            asked=self._asked,
         )
         self.waiting = Waiting(
             settings,
@@ -130,7 +137,13 @@ class Gateway:
             released=self._tool_may_be_done,
         )
         self.following = Following(
-            store, self.expiry, self.admission, finish=finish, owe=self._owe, closing=closing
+            store,
+            self.expiry,
+            self.admission,
+            finish=finish,
+            owe=self._owe,
+            closing=closing,
+            follow=self.escalating.follow,
         )
         # What the routes call that one part does alone (each documented there).
         self.subscribe, self.unsubscribe = self.admission.subscribe, self.admission.unsubscribe
@@ -145,12 +158,15 @@ class Gateway:
         self.pending_listing, self.pending_json = answering.pending_listing, answering.pending_json
         self.pending_record, self.reply = answering.pending_record, answering.reply
         self.reject = answering.reject
+        self.on_escalated, self.audience_of = self.escalating.on_escalated, self.escalating.audience_of
 
     async def start(self) -> None:
         await self.store.start()
         if self.settings.notify:
             self.notifier = Notifier(self.settings, self.metrics, self._still_pending)
             self.notifier.start()
+        if self.people is not None:
+            self.people_notifier = PeopleNotifier(self.settings, self.metrics, self._still_pending)
         await self.following.start()
 
     async def shutdown(self) -> None:
@@ -159,6 +175,7 @@ class Gateway:
             return
         self._closing = True
         self.following.stop()
+        self.escalating.clear()
         # A shared or durable store's questions outlive this process; only tools waiting on it need
         # an answer.
         outlive = self.store.shared or self.store.durable
@@ -186,6 +203,8 @@ class Gateway:
                 logger.warning("%d questions stay pending, their finish owed: %s", len(self.owed), error)
         if self.notifier is not None:
             await self.notifier.stop(flush=outlive)
+        if self.people_notifier is not None:
+            await self.people_notifier.stop(flush=outlive)
         await self.store.close()
         self.expiry.clear()
         self.reattach.stop()
@@ -229,6 +248,33 @@ class Gateway:
         task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _people(self) -> People | None:
+        return None if self.people is None else self.people.current
+
+    def _forget(self, request_id: str) -> None:
+        """``request_id`` is finished: no timer of its own is left."""
+        self.expiry.discard(request_id)
+        self.escalating.discard(request_id)
+
+    def _asked(self, record: Record) -> None:
+        """A question this process asked: its escalation timed, and the people it is for notified on
+        their own URLs (everyone with URLs, for a question with no ``to``)."""
+        self.escalating.follow(record)
+        if (people := self._people()) is None or self.people_notifier is None:
+            return
+        try:
+            names = people.reached_by(record.request.to) if record.request.to else people.persons
+        except UnknownRecipient:  # the file changed since the ask was checked
+            return
+        self._notify_people(record, list(names))
+
+    def _notify_people(self, record: Record, names: Sequence[str]) -> None:
+        if (people := self._people()) is None or self.people_notifier is None:
+            return
+        self.people_notifier.notify(
+            record, [people.persons[name] for name in names if name in people.persons]
+        )
 
     def _owe(self, request_id: str, reason: str) -> None:
         self.owed.owe(request_id, reason)

@@ -9,6 +9,7 @@ from typing import Any
 
 from elicitation_gateway.conversion.answers import answers_to_result
 from elicitation_gateway.encoding import to_utf8
+from elicitation_gateway.escalation import current_to, request_now
 from elicitation_gateway.gateway.asking import normalize_directory
 from elicitation_gateway.gateway.errors import NotFound
 from elicitation_gateway.gateway.expiry import ACCEPT, CANCEL
@@ -38,15 +39,17 @@ class Answering:
         self.owed_first = owed_first
 
     async def pending_listing(self, directory: str | None = None, viewer: Viewer | None = None) -> list[str]:
-        """``GET /question``'s items: each request's JSON, encoded once, when it was asked; for a
-        ``viewer``, only those addressed to them or to nobody in particular."""
+        """``GET /question``'s items: each request's JSON, encoded once, when it was asked (its ``to`` as
+        it is now, once an escalation step is due); for a ``viewer``, only those addressed to them or
+        to nobody in particular."""
         await self.owed_first()
         directory = normalize_directory(directory)
+        now = time.time()
         return [
-            record.request.wire_json
+            request_now(record, now).wire_json
             for record in await self.store.pending()
             if (directory is None or record.directory is None or record.directory == directory)
-            and (viewer is None or viewer.sees(record.request.to))
+            and (viewer is None or viewer.sees(current_to(record, now)))
         ]
 
     async def pending_json(self, directory: str | None = None, viewer: Viewer | None = None) -> bytes:
@@ -64,7 +67,7 @@ class Answering:
         it is not addressed to, it does not exist."""
         await self.owed_first()
         record = await self.store.get(request_id)
-        if record is not None and viewer is not None and not viewer.sees(record.request.to):
+        if record is not None and viewer is not None and not viewer.sees(current_to(record, time.time())):
             raise NotFound(request_id)
         if record is None or not record.pending:
             raise NotFound(request_id, None if record is None else record.status)

@@ -13,6 +13,7 @@ from typing import Any
 from elicitation_gateway import ids
 from elicitation_gateway.conversion.forms import FormCache, Limits
 from elicitation_gateway.conversion.schema import SOFT_QUESTION_LIMIT, Form
+from elicitation_gateway.escalation import Step, names_of
 from elicitation_gateway.gateway.admission import Admission
 from elicitation_gateway.gateway.errors import ShuttingDown
 from elicitation_gateway.gateway.expiry import check_defaults
@@ -45,6 +46,8 @@ class AskOptions:
     """Who asks (``?asker=``): shown apart from the message, and before it to OpenCode clients."""
     to: tuple[str, ...] = ()
     """Whom it is for (``"to"``: people and ``group:`` names of ``GATEWAY_PEOPLE``); empty: everyone."""
+    escalate: tuple[Step, ...] = ()
+    """Whom it also reaches while nobody answers (``"escalate"``, :mod:`elicitation_gateway.escalation`)."""
 
 
 NO_OPTIONS = AskOptions()
@@ -71,6 +74,16 @@ def normalize_directory(directory: str | None) -> str | None:
     )
 
 
+class NoEscalation(NoPeople):
+    """An ``escalate`` on a gateway without a people file."""
+
+    def __init__(self) -> None:
+        ValueError.__init__(
+            self, "'escalate' names people, but the gateway has no people file (GATEWAY_PEOPLE)"
+        )
+        self.name = ""
+
+
 class Asking:
     """``schedule`` times a new question (:meth:`.Expiry.schedule`); ``owe_retraction`` owes undoing
     an ask the store may have kept (:meth:`.Owed.owe_retraction`); ``notifier``, ``closing`` and
@@ -89,7 +102,10 @@ class Asking:
         closing: Callable[[], bool],
         default_session: Callable[[], str],
         people: Callable[[], People | None] = lambda: None,
+        asked: Callable[[Record], None] = lambda record: None,
     ) -> None:
+        self.asked = asked
+        """Told of each question once it is stored and timed: its escalation, its people's notifications."""
         self.settings = settings
         self.people = people
         self.store = store
@@ -118,10 +134,11 @@ class Asking:
         :class:`TooLarge` for a question larger than a session may hold."""
         if self.closing():
             raise ShuttingDown("the gateway is shutting down")
-        if options.to:
+        if options.to or options.escalate:
             if (people := self.people()) is None:
-                raise NoPeople(options.to[0])
+                raise NoPeople(options.to[0]) if options.to else NoEscalation()
             people.check_known(options.to)
+            people.check_known(names_of(options.escalate))
         form = await self.form(schema, f"{options.asker}: {message}" if options.asker else message)
         if options.on_timeout == "default":
             check_defaults(form)
@@ -141,7 +158,15 @@ class Asking:
         now = time.time()
         directory = normalize_directory(options.directory)
         record = Record.new(
-            request, form, message, directory, now, now + timeout, options.on_timeout, options.asker
+            request,
+            form,
+            message,
+            directory,
+            now,
+            now + timeout,
+            options.on_timeout,
+            options.asker,
+            options.escalate,
         )
         self.admission.charge(record)  # with no await since the check: asks at once cannot overshoot
         try:
@@ -160,6 +185,7 @@ class Asking:
             # Only the replica whose ask created the record notifies, and never for records it adopts
             # from a shared store or finds at restart: once per question, also in a cluster.
             notifier.submit(record)
+        self.asked(record)
         logger.debug("elicitation %s asked: %d questions", record.id, len(form.fields))
         return record
 

@@ -30,7 +30,10 @@ class Following:
         finish: Callable[..., Awaitable[Record | None]],
         owe: Callable[[str, str], None],
         closing: Callable[[], bool],
+        follow: Callable[[Record], None] = lambda record: None,
     ) -> None:
+        self.follow = follow
+        """Told of each pending question followed (its escalation is timed here too)."""
         self.store = store
         self.expiry = expiry
         self.admission = admission
@@ -56,6 +59,7 @@ class Following:
         for record in await self.store.pending():
             self.admission.carry(record)
             self.expiry.schedule(record.id, record.expires_at - time.time())
+            self.follow(record)
 
     def stop(self) -> None:
         for task in self._tasks:
@@ -97,3 +101,4 @@ class Following:
             if record is not None and record.pending:
                 self.expiry.schedule(record.id, record.expires_at - time.time())
                 self.admission.carry(record)
+                self.follow(record)

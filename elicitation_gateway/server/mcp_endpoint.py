@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from elicitation_gateway import __version__
 from elicitation_gateway.conversion.questions import Questions
+from elicitation_gateway.escalation import parsed_escalate
 from elicitation_gateway.gateway import (
     CANCEL,
     AskOptions,
@@ -78,6 +79,13 @@ class QuestionInput(BaseModel):
                 raise ValueError(f"the option label {option.label!r} is given twice; labels must differ")
             seen.add(option.label)
         return options
+
+
+class EscalationStepInput(BaseModel):
+    after: float = Field(
+        description="Seconds after the ask; if nobody has answered by then, the step applies"
+    )
+    to: list[str] = Field(description="Whom the question then also reaches: names and group:NAME")
 
 
 class QuestionAnswers(BaseModel):
@@ -205,9 +213,17 @@ class McpEndpoint:
                 "absent: everyone"
             ),
         ] = None,
+        escalate: Annotated[
+            list[EscalationStepInput] | None,
+            Field(
+                description="Where the gateway has people: whom the question also reaches while nobody "
+                "answers, step by step"
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, QuestionAnswers]:
         try:
-            options = replace(_ask_options(ctx), to=parsed_to(to))
+            steps = parsed_escalate(None if escalate is None else [step.model_dump() for step in escalate])
+            options = replace(_ask_options(ctx), to=parsed_to(to), escalate=steps)
         except ValueError as error:
             raise ToolError(str(error)) from None
         caller = _caller(ctx, options, questions)

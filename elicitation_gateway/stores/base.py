@@ -10,6 +10,7 @@ exactly one of the two, whoever finishes it.
 """
 
 import secrets
+import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -174,6 +175,24 @@ class Store(ABC):
     def wake(self, request_id: str) -> None:  # noqa: B027  (optional hook)
         """End the waits on this record now (they return it as it is): for a shutdown that could not
         finish it."""
+
+    async def mark_escalated(self, request_id: str, step: int, expires_at: float) -> bool:
+        """Whether this call is the first to mark ``request_id``'s escalation ``step`` (counted from 0) as
+        announced: once only, across restarts of a durable store and across replicas of a shared one.
+        ``expires_at``: when the question expires, after which the mark may go. This default keeps the
+        marks in the process, for a store of one process that outlives nothing."""
+        marks = self.__dict__.setdefault("_escalation_marks", {})
+        now = time.time()
+        for gone in [key for key, until in marks.items() if until < now]:
+            del marks[gone]
+        if (request_id, step) in marks:
+            return False
+        marks[request_id, step] = expires_at
+        return True
+
+    def publish_here(self, event: events.Event) -> None:  # noqa: B027  (optional hook)
+        """Give ``event`` (not replayable) to this process's subscribers alone, not kept: every process
+        that follows a question makes its own (an escalation's ``question.asked``)."""
 
     @abstractmethod
     async def subscribe(self, last_event_id: str | None = None) -> Subscription:

@@ -154,6 +154,10 @@ class MemoryIndex:
         self._subscribers.add(subscription)
         return subscription
 
+    def publish_here(self, event: events.Event) -> None:
+        """Give ``event`` to the subscribers, neither numbered nor kept for replay."""
+        self._subscribers.publish(event)
+
     def _announced(self) -> Sequence[events.Event]:
         """Every pending question's ``question.asked``, in the order asked: one tuple shared by every
         subscriber until the next change (a list of each, for thousands of pending questions and
@@ -260,6 +264,9 @@ class MemoryStore(Store):
 
     async def subscribe(self, last_event_id: str | None = None) -> LocalSubscription:
         return self._index.subscribe(last_event_id)
+
+    def publish_here(self, event: events.Event) -> None:
+        self._index.publish_here(event)
 
 
 EVENT_BYTES = 500

@@ -81,6 +81,7 @@ CREATE TABLE IF NOT EXISTS events (
     properties TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS probe (body BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS escalations (id TEXT NOT NULL, step INTEGER NOT NULL, PRIMARY KEY (id, step));
 """
 
 
@@ -248,6 +249,9 @@ class SqliteStore(Store):
     def _load(self) -> None:
         with self._transaction() as db:  # results past their retention go now
             db.execute("DELETE FROM records WHERE finished_at < ?", (time.time() - self._result_ttl,))
+            db.execute(
+                "DELETE FROM escalations WHERE id NOT IN (SELECT id FROM records WHERE status = 'pending')"
+            )
         last_id = ""
         for raw, waited_on in db.execute("SELECT body, waited_on FROM records ORDER BY rowid"):
             record = Record.model_validate_json(raw)
@@ -309,12 +313,25 @@ class SqliteStore(Store):
                 "UPDATE records SET status = ?, finished_at = ?, body = ? WHERE id = ?",
                 (status, finished.finished_at, body, request_id),
             )
+            db.execute("DELETE FROM escalations WHERE id = ?", (request_id,))
             self._append(db, event, properties)
         self._index.finish(finished, event)
         return finished
 
     async def get(self, request_id: str) -> Record | None:
         return self._index.get(request_id)
+
+    async def mark_escalated(self, request_id: str, step: int, expires_at: float) -> bool:
+        """Kept in the file: a restart does not announce a step again. The marks of a question go when
+        it finishes."""
+        with self._transaction() as db:
+            marked = db.execute(
+                "INSERT OR IGNORE INTO escalations (id, step) VALUES (?, ?)", (request_id, step)
+            ).rowcount
+        return marked == 1
+
+    def publish_here(self, event: events.Event) -> None:
+        self._index.publish_here(event)
 
     async def pending(self) -> list[Record]:
         return self._index.pending()

@@ -69,15 +69,21 @@ async def event(request: Request) -> Response:
     if own(request):
         return await streams.event(request)
     directory = normalize_directory(directory_of(request))
-    frame_of = addressed(viewer_of(request), lambda e: e.frame() if e.visible_in(directory) else None)
+    frame_of = addressed(
+        viewer_of(request),
+        lambda e: e.frame() if e.visible_in(directory) else None,
+        request.app.state.gateway.audience_of,
+    )
     return await _merged_stream(request, frame_of)
 
 
 async def global_event(request: Request) -> Response:
     if own(request):
         return await streams.global_event(request)
-    default = request.app.state.gateway.default_directory
-    return await _merged_stream(request, addressed(viewer_of(request), lambda e: e.global_frame(default)))
+    gateway = request.app.state.gateway
+    default = gateway.default_directory
+    frame_of = addressed(viewer_of(request), lambda e: e.global_frame(default), gateway.audience_of)
+    return await _merged_stream(request, frame_of)
 
 
 async def list_questions(request: Request) -> Response:

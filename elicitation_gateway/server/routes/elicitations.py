@@ -27,6 +27,7 @@ from elicitation_gateway.server.routes.parsing import (
     InvalidJson,
     JsonRpcError,
     idempotency_caller,
+    parse_escalate,
     parse_form_params,
     parse_json,
     parse_options,
@@ -126,7 +127,7 @@ async def withdraw(request: Request) -> Response:
 async def _ask(request: Request, gateway: Gateway, params: Any, caller: Caller | None = None) -> Record:
     """Parse (a ToolError for what cannot be asked) and ask (or attach, for a ``caller`` coming back);
     the gateway's refusals are answered by :mod:`..refusals`. Nothing refused is stored."""
-    options = replace(parse_options(request), to=parse_to(params))
+    options = replace(parse_options(request), to=parse_to(params), escalate=parse_escalate(params))
     message, schema = _form_params(params)
     return await gateway.ask_or_attach(message, schema, options, caller)
 

@@ -12,6 +12,7 @@ from starlette.requests import Request
 
 from elicitation_gateway import encoding
 from elicitation_gateway.conversion.schema import build_form
+from elicitation_gateway.escalation import Step, parsed_escalate
 from elicitation_gateway.gateway import AskOptions, Caller, printable_id, valid_session_id
 from elicitation_gateway.models import QuestionTool
 from elicitation_gateway.people import Viewer, parsed_to
@@ -134,6 +135,14 @@ def parse_to(params: Any) -> tuple[str, ...]:
         return parsed_to(params.get("to") if isinstance(params, dict) else None)
     except ValueError as error:
         raise ToolError(400, "invalid_to", str(error)) from None
+
+
+def parse_escalate(params: Any) -> tuple[Step, ...]:
+    """The ask's ``"escalate"``, beside ``to``: whom it also reaches while nobody answers."""
+    try:
+        return parsed_escalate(params.get("escalate") if isinstance(params, dict) else None)
+    except ValueError as error:
+        raise ToolError(400, "invalid_escalate", str(error)) from None
 
 
 def parse_options(request: Request) -> AskOptions:

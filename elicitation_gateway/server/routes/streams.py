@@ -2,6 +2,7 @@
 
 import asyncio
 from collections.abc import AsyncGenerator, Callable
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -17,22 +18,32 @@ HEADERS = {"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"}
 
 async def event(request: Request) -> Response:
     directory = normalize_directory(directory_of(request))
-    frame_of = addressed(viewer_of(request), lambda e: e.frame() if e.visible_in(directory) else None)
+    frame_of = addressed(
+        viewer_of(request),
+        lambda e: e.frame() if e.visible_in(directory) else None,
+        request.app.state.gateway.audience_of,
+    )
     return await _stream(request, frame_of, wrap=False)
 
 
 async def global_event(request: Request) -> Response:
-    default = request.app.state.gateway.default_directory
-    return await _stream(request, addressed(viewer_of(request), lambda e: e.global_frame(default)), wrap=True)
+    gateway = request.app.state.gateway
+    default = gateway.default_directory
+    frame_of = addressed(viewer_of(request), lambda e: e.global_frame(default), gateway.audience_of)
+    return await _stream(request, frame_of, wrap=True)
 
 
 FrameOf = Callable[[events.Event], bytes | None]
 
 
-def addressed(viewer: Viewer | None, frame_of: FrameOf) -> FrameOf:
+def addressed(
+    viewer: Viewer | None, frame_of: FrameOf, audience_of: Callable[[dict[str, Any]], Any] | None = None
+) -> FrameOf:
     """For a gateway with people, a stream without the questions addressed to others: their
     ``question.asked``, and the ``question.replied`` or ``question.rejected`` of any question this
-    stream was not shown."""
+    stream was not shown. ``audience_of`` says whom a ``question.asked``'s question is for now (an
+    escalation widens it); without it, its ``to``. A question is shown once: the ``question.asked`` of
+    an escalation step reaches only those it adds."""
     if viewer is None:
         return frame_of
     shown: set[str] = set()
@@ -40,9 +51,12 @@ def addressed(viewer: Viewer | None, frame_of: FrameOf) -> FrameOf:
     def frame(event: events.Event) -> bytes | None:
         if event.type == events.ASKED:
             properties = event.properties
-            if not viewer.sees(properties.get("to")):
+            request_id = properties.get("id", "")
+            if request_id in shown:
                 return None
-            shown.add(properties.get("id", ""))
+            if not viewer.sees(properties.get("to") if audience_of is None else audience_of(properties)):
+                return None
+            shown.add(request_id)
         elif event.type in (events.REPLIED, events.REJECTED):
             request_id = event.properties.get("requestID", "")
             if request_id not in shown:

@@ -298,6 +298,10 @@ class StreamFollower:
             with contextlib.suppress(ValueError):  # else the waiters read it from Redis
                 self._waiters.keep(request_id, Record.model_validate_json(fields["r"]))
 
+    def publish_here(self, event: events.Event) -> None:
+        """An event of this replica's own, not in the stream, to its subscribers."""
+        self._subscribers.publish(event)
+
     def _dispatch(self, event: events.Event) -> None:
         self._subscribers.publish(event)
         if event.type in (events.REPLIED, events.REJECTED):

@@ -21,6 +21,10 @@ class Keys:
     def record(self, request_id: str) -> str:
         return self._record_prefix + request_id
 
+    def escalated(self, request_id: str, step: int) -> str:
+        """The mark of an escalation step announced (:meth:`.RedisStore.mark_escalated`)."""
+        return f"{self.prefix}:escalated:{request_id}:{step}"
+
     def changed(self, request_id: str) -> list[str]:
         """The keys the add and finish scripts touch."""
         return [self.record(request_id), self.pending, self.sessions, self.events]

@@ -277,6 +277,16 @@ class RedisStore(Store):
         self._waiters.hand(finished)
         return finished
 
+    async def mark_escalated(self, request_id: str, step: int, expires_at: float) -> bool:
+        """One ``SET NX`` across replicas, kept until a minute after the question expires."""
+        keep_ms = max(1000, round((expires_at - time.time() + 60) * 1000))
+        with reachable():
+            marked = await self._client.set(self._keys.escalated(request_id, step), 1, nx=True, px=keep_ms)
+        return bool(marked)
+
+    def publish_here(self, event: events.Event) -> None:
+        self._follower.publish_here(event)
+
     async def wait(self, request_id: str, seconds: float) -> Record | None:
         with self._waiters.waiting(request_id) as woken:
             record = await self.get(request_id)

@@ -1,0 +1,69 @@
+"""Notifications to people's own Apprise URLs (``notify`` in the people file), off the request path.
+
+Each URL is a target as a ``GATEWAY_NOTIFY`` one is (:mod:`elicitation_gateway.notify`): its own queue,
+worker task, retries and metrics, each attempt in a worker process killed at ``GATEWAY_NOTIFY_TIMEOUT``.
+Targets are made the first time a person is notified, since the people file may change (SIGHUP); they
+are named ``person:position`` in logs and metrics, never by their URL, which may hold a token.
+"""
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+
+from elicitation_gateway.metrics import Metrics
+from elicitation_gateway.notify import _Notification, _Target
+from elicitation_gateway.notify_workers import Pool
+from elicitation_gateway.people import Person
+from elicitation_gateway.records import Record
+from elicitation_gateway.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+WORKERS = 4
+"""Worker processes shared by every person's targets (started when first needed)."""
+
+
+class PeopleNotifier:
+    """``still_pending`` says whether a question is still unanswered, checked before every attempt."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        metrics: Metrics,
+        still_pending: Callable[[str], Awaitable[bool]],
+        *,
+        worker_imports: tuple[str, ...] = (),
+    ) -> None:
+        self.settings = settings
+        self.metrics = metrics
+        self.still_pending = still_pending
+        self.pool = Pool(WORKERS, [], worker_imports)
+        self.targets: dict[tuple[str, str], _Target] = {}
+
+    def notify(self, record: Record, people: Iterable[Person]) -> None:
+        """Queue ``record``'s notification to every URL of each of ``people``; never blocks."""
+        for person in people:
+            for position, url in enumerate(person.notify, 1):
+                self._target(person.name, position, url).put(_Notification(record))
+
+    def _target(self, name: str, position: int, url: str) -> _Target:
+        target = self.targets.get((name, url))
+        if target is None:
+            target = _Target(
+                f"{name}:{position}", url, self.pool, self.settings, self.metrics, self.still_pending
+            )
+            target.start()
+            self.targets[name, url] = target
+        return target
+
+    async def stop(self, *, flush: bool = False) -> None:
+        """Stop sending; with ``flush``, what is queued is sent first, for up to ``notify_timeout``."""
+        targets = list(self.targets.values())
+        if flush and any(target.unsent for target in targets):
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.settings.notify_timeout):
+                    await asyncio.gather(*(target.queue.join() for target in targets))
+        for target in targets:
+            await target.stop()
+        await self.pool.close()
