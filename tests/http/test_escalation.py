@@ -1,0 +1,283 @@
+"""Escalation and people's own notifications on a real gateway: a question that nobody answers in time
+also reaches the people of each ``escalate`` step (listed, streamed, answerable, notified once), on the
+in-memory store, across a restart on SQLite and across two replicas on Redis; each person with
+``notify`` URLs hears of the questions they can see; bad steps are a 400 naming what is wrong."""
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from aiohttp import web
+
+from tests.helpers import form, read_events, text_properties, until
+
+pytest_plugins = ["tests.redis_server"]
+
+PARAMS = form(text_properties(1), "Roll back the release?")
+PASSWORDS = {"alice": "alice-pass", "bob": "bob-pass", "carol": "carol-pass", "dave": "dave-pass"}
+
+
+class Inboxes:
+    """An HTTP server on a free loopback port standing in for everyone's Apprise ``json://`` URL: it
+    keeps each notification under the person its path names."""
+
+    def __init__(self) -> None:
+        self.posts: dict[str, list[dict[str, Any]]] = {}
+        self.port = 0
+        self._runner: web.AppRunner | None = None
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        self.posts.setdefault(request.match_info["person"], []).append(json.loads(await request.text()))
+        return web.json_response({"ok": True})
+
+    async def start(self) -> "Inboxes":
+        app = web.Application()
+        app.router.add_post("/{person}", self._handle)
+        self._runner = web.AppRunner(app, shutdown_timeout=0.1)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def url(self, person: str) -> str:
+        return f"json://127.0.0.1:{self.port}/{person}"
+
+    def about(self, person: str, request_id: str) -> int:
+        """How many notifications ``person`` got of ``request_id``."""
+        return sum(f"?question={request_id}" in post["message"] for post in self.posts.get(person, []))
+
+
+@pytest.fixture
+async def inboxes() -> AsyncIterator[Inboxes]:
+    made = await Inboxes().start()
+    yield made
+    await made.stop()
+
+
+def people_file(tmp_path, inboxes: Inboxes):
+    """alice (oncall), bob and carol (leads), each with a URL of their own; dave, with none."""
+    path = tmp_path / "people.toml"
+    path.write_text(
+        f"""
+[people.alice]
+password = "alice-pass"
+groups = ["oncall"]
+notify = ["{inboxes.url("alice")}"]
+
+[people.bob]
+password = "bob-pass"
+groups = ["leads"]
+notify = ["{inboxes.url("bob")}"]
+
+[people.carol]
+password = "carol-pass"
+groups = ["leads"]
+notify = ["{inboxes.url("carol")}"]
+
+[people.dave]
+password = "dave-pass"
+"""
+    )
+    return path
+
+
+def settings(tmp_path, inboxes: Inboxes, **more: Any) -> dict[str, Any]:
+    return {"people": people_file(tmp_path, inboxes), "public_url": "https://gw.test", **more}
+
+
+@contextlib.asynccontextmanager
+async def logins(server) -> AsyncIterator[dict[str, httpx.AsyncClient]]:
+    async with contextlib.AsyncExitStack() as stack:
+        made = {"tool": await stack.enter_async_context(httpx.AsyncClient(base_url=server.url, timeout=30))}
+        for user, password in PASSWORDS.items():
+            login = httpx.AsyncClient(base_url=server.url, timeout=30, auth=(user, password))
+            made[user] = await stack.enter_async_context(login)
+        yield made
+
+
+async def create(tool: httpx.AsyncClient, **body: Any) -> str:
+    response = await tool.post("/elicitations", json={**PARAMS, **body}, params={"timeout": "60"})
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+async def listing(client: httpx.AsyncClient) -> dict[str, Any]:
+    response = await client.get("/question")
+    assert response.status_code == 200
+    return {item["id"]: item for item in response.json()}
+
+
+async def test_a_step_reaches_its_people_at_its_time_once(make_server, tmp_path, inboxes):
+    """Before ``after``, bob (of the step's group) gets a 404 and nothing on his stream; at ``after``
+    his live stream gets the question.asked, his listing holds it with the wider ``to``, he and carol
+    are notified once, and he can answer it. alice, asked first, is not shown it a second time."""
+    server = make_server(**settings(tmp_path, inboxes))
+    async with logins(server) as http:
+        async with read_events(http["bob"]) as bobs, read_events(http["alice"]) as alices:
+            asked_at = time.monotonic()
+            request_id = await create(
+                http["tool"], to=["alice"], escalate=[{"after": 1.5, "to": ["group:leads"]}]
+            )
+            assert (await alices.next("question.asked")).properties["id"] == request_id
+            assert (await http["bob"].get(f"/question/{request_id}/form")).status_code == 404
+            assert request_id not in await listing(http["bob"])
+            await until(lambda: inboxes.about("alice", request_id) == 1, what="alice notified when asked")
+            assert inboxes.about("bob", request_id) == 0
+
+            escalated = await bobs.next("question.asked", timeout=30)
+            assert time.monotonic() - asked_at >= 1.4
+            assert escalated.properties["id"] == request_id
+            assert escalated.properties["to"] == ["alice", "group:leads"]
+            assert (await listing(http["bob"]))[request_id]["to"] == ["alice", "group:leads"]
+            assert (await listing(http["alice"]))[request_id]["to"] == ["alice", "group:leads"]
+            assert request_id not in await listing(http["dave"])
+            await until(
+                lambda: inboxes.about("bob", request_id) == inboxes.about("carol", request_id) == 1,
+                what="the step's people notified",
+            )
+            await alices.no_frame(within=0.5, type="question.asked")  # shown once, when asked
+
+            reply = await http["bob"].post(f"/question/{request_id}/reply", json={"answers": [["yes"]]})
+            assert reply.status_code == 200, reply.text
+            assert (await alices.next("question.replied")).properties["requestID"] == request_id
+        status = (await http["tool"].get(f"/elicitations/{request_id}")).json()
+        assert status["result"]["answeredBy"] == "bob"
+    await asyncio.sleep(0.5)
+    assert [inboxes.about(name, request_id) for name in ("alice", "bob", "carol")] == [1, 1, 1]
+
+
+async def test_each_person_hears_of_the_questions_they_can_see(make_server, tmp_path, inboxes):
+    """A question with no ``to`` goes to everyone with URLs (and still to GATEWAY_NOTIFY); one with a
+    ``to`` only to the people it reaches."""
+    team = Inboxes()
+    await team.start()
+    try:
+        server = make_server(**settings(tmp_path, inboxes, notify=[team.url("team")]))
+        async with logins(server) as http:
+            everyones = await create(http["tool"])
+            leads = await create(http["tool"], to=["group:leads"])
+            await until(
+                lambda: (
+                    all(inboxes.about(name, everyones) for name in ("alice", "bob", "carol"))
+                    and inboxes.about("bob", leads) == inboxes.about("carol", leads) == 1
+                    and team.about("team", everyones) == 1
+                ),
+                what="everyone's question to all, the leads' to bob and carol",
+            )
+            await asyncio.sleep(0.5)
+            assert inboxes.about("alice", leads) == 0
+            assert team.about("team", leads) == 0
+            assert [inboxes.about(name, everyones) for name in ("alice", "bob", "carol")] == [1, 1, 1]
+    finally:
+        await team.stop()
+
+
+@pytest.mark.parametrize(
+    ("escalate", "code", "said"),
+    [
+        ([{"after": 0, "to": ["bob"]}], "invalid_escalate", "after must be a positive number"),
+        ([{"after": "soon", "to": ["bob"]}], "invalid_escalate", "after must be a positive number"),
+        ([{"after": 5, "to": []}], "invalid_escalate", "names nobody"),
+        ([{"after": n + 1, "to": ["bob"]} for n in range(11)], "invalid_escalate", "at most 10"),
+        ([{"after": 5, "to": ["zed"]}], "unknown_recipient", "'zed' names no person"),
+        ([{"after": 5, "to": ["group:nobody"]}], "unknown_recipient", "'group:nobody' names no group"),
+        ({"after": 5}, "invalid_escalate", "must be a list of steps"),
+    ],
+)
+async def test_bad_steps_are_refused_naming_what_is_wrong(
+    make_server, tmp_path, inboxes, escalate, code, said
+):
+    server = make_server(**settings(tmp_path, inboxes))
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as tool:
+        for path in ("/elicit", "/elicitations"):
+            response = await tool.post(path, json={**PARAMS, "to": ["alice"], "escalate": escalate})
+            assert response.status_code == 400, response.text
+            assert code in response.text
+            assert said in response.text
+        assert server.run(server.gateway.store.count_pending()) == 0
+
+
+async def test_escalate_needs_a_people_file(make_server):
+    server = make_server()
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as tool:
+        response = await tool.post(
+            "/elicitations", json={**PARAMS, "escalate": [{"after": 5, "to": ["bob"]}]}
+        )
+    assert response.status_code == 400
+    assert "'escalate' names people, but the gateway has no people file" in response.text
+
+
+async def test_the_escalated_hook_is_told_once_per_step(make_server, tmp_path, inboxes):
+    server = make_server(**settings(tmp_path, inboxes))
+    told: list[tuple[str, tuple[str, ...]]] = []
+    server.gateway.on_escalated(lambda request_id, names: told.append((request_id, names)))
+    async with logins(server) as http:
+        request_id = await create(
+            http["tool"],
+            to=["dave"],
+            escalate=[{"after": 0.5, "to": ["alice"]}, {"after": 1, "to": ["group:leads", "alice"]}],
+        )
+        await until(lambda: len(told) == 2, what="both steps")
+        assert (await listing(http["bob"]))[request_id]["to"] == ["dave", "alice", "group:leads"]
+    await asyncio.sleep(0.3)
+    assert told == [(request_id, ("alice",)), (request_id, ("alice", "bob", "carol"))]
+
+
+async def test_a_restart_on_sqlite_keeps_the_audience_and_notifies_no_step_again(
+    make_server, tmp_path, inboxes
+):
+    """Step one is announced before the restart, step two after it, by the new process: each once."""
+    store = {"store": f"sqlite:///{tmp_path / 'gateway.db'}"}
+    first = make_server(**settings(tmp_path, inboxes, **store))
+    async with logins(first) as http:
+        request_id = await create(
+            http["tool"], to=["dave"], escalate=[{"after": 1, "to": ["bob"]}, {"after": 4, "to": ["carol"]}]
+        )
+        await until(lambda: inboxes.about("bob", request_id) == 1, what="step one notified")
+    await asyncio.to_thread(first.stop)
+    assert inboxes.about("carol", request_id) == 0
+    second = make_server(**settings(tmp_path, inboxes, **store))
+    async with logins(second) as http:
+        assert (await listing(http["bob"]))[request_id]["to"] == ["dave", "bob"]
+        assert (await http["carol"].get(f"/question/{request_id}/form")).status_code == 404
+        async with read_events(http["carol"]) as carols:
+            assert (await carols.next("question.asked", timeout=30)).properties["id"] == request_id
+        await until(lambda: inboxes.about("carol", request_id) == 1, what="step two notified")
+        assert (await listing(http["carol"]))[request_id]["to"] == ["dave", "bob", "carol"]
+        reply = await http["carol"].post(f"/question/{request_id}/reply", json={"answers": [["no"]]})
+        assert reply.status_code == 200
+    await asyncio.sleep(0.5)
+    assert inboxes.about("bob", request_id) == 1
+    assert inboxes.about("carol", request_id) == 1
+
+
+async def test_two_replicas_on_redis_notify_a_step_once(make_server, tmp_path, inboxes, redis_url):
+    """Both replicas time the step; one notifies it. bob's stream on the replica that did not ask shows
+    it at its time, and he answers it there."""
+    config = settings(tmp_path, inboxes, store=redis_url)
+    one, other = make_server(**config), make_server(**config)
+    async with logins(one) as on_one, logins(other) as on_other:
+        async with read_events(on_other["bob"]) as bobs:
+            request_id = await create(on_one["tool"], to=["alice"], escalate=[{"after": 1.5, "to": ["bob"]}])
+            assert (await on_other["bob"].get(f"/question/{request_id}/form")).status_code == 404
+            escalated = await bobs.next("question.asked", timeout=30)
+            assert escalated.properties["id"] == request_id
+        await until(lambda: inboxes.about("bob", request_id) == 1, what="the step notified")
+        assert (await listing(on_one["bob"]))[request_id]["to"] == ["alice", "bob"]
+        await asyncio.sleep(1)  # the other replica's timer fired too
+        reply = await on_other["bob"].post(f"/question/{request_id}/reply", json={"answers": [["yes"]]})
+        assert reply.status_code == 200
+    for server in (one, other):  # what either queued is sent before it stops (the store outlives it)
+        await asyncio.to_thread(server.stop)
+    assert inboxes.about("bob", request_id) == 1
+    assert inboxes.about("alice", request_id) == 1
