@@ -11,6 +11,7 @@ import sys
 from typing import Any, NoReturn
 
 from elicitation_gateway.client import DEFAULT_URL, GatewayClient, GatewayError
+from elicitation_gateway.escalation import FLAG_FORM, escalate_flag
 
 ACCEPTED, DECLINED, CANCELLED, FAILED = 0, 1, 2, 3
 EXIT_CODES = {"accept": ACCEPTED, "decline": DECLINED, "cancel": CANCELLED}
@@ -66,6 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="NAME",
         help="a person or group:NAME of the gateway's people file the question is for (repeatable)",
+    )
+    parser.add_argument(
+        "--escalate",
+        action="append",
+        type=escalate_flag,
+        metavar=FLAG_FORM,
+        help="if nobody has answered SECONDS after the ask, the question also reaches these people and "
+        "group:NAMEs, who are notified (repeatable: one step each)",
     )
     return parser
 
@@ -124,7 +133,9 @@ async def _ask(args: argparse.Namespace, params: dict[str, Any]) -> dict[str, An
     async with GatewayClient(
         args.url, token=args.token, session_id=args.session_id, directory=args.directory
     ) as client:
-        result = await client.elicit(params, timeout=args.timeout, on_timeout=args.on_timeout, to=args.to)
+        result = await client.elicit(
+            params, timeout=args.timeout, on_timeout=args.on_timeout, to=args.to, escalate=args.escalate
+        )
     return result.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 

@@ -147,6 +147,7 @@ class GatewayClient:
         on_timeout: OnTimeout | None = None,
         asker: str | None = None,
         to: Sequence[str] | None = None,
+        escalate: Sequence[Mapping[str, Any]] | None = None,
     ) -> ElicitResult:
         """Ask and wait for the person's answer.
 
@@ -154,7 +155,9 @@ class GatewayClient:
         long the question waits for an answer (the gateway's default otherwise); when it passes
         the result is ``cancel``, or with ``on_timeout="default"`` the schema's defaults accepted.
         ``asker`` names who asks (a proxy: the server and its tool), which answerers show apart from
-        the message. ``to`` names the people and ``group:`` names it is for (``GATEWAY_PEOPLE``).
+        the message. ``to`` names the people and ``group:`` names it is for (``GATEWAY_PEOPLE``);
+        ``escalate`` whom it also reaches while nobody answers: steps such as
+        ``{"after": 600, "to": ["group:leads"]}``.
         If the caller is cancelled, the question is withdrawn. Raises :class:`GatewayError` (or a
         subclass) when no result can be had.
         """
@@ -169,6 +172,7 @@ class GatewayClient:
                 on_timeout=on_timeout,
                 asker=asker,
                 to=to,
+                escalate=escalate,
             )
         )
         try:
@@ -191,11 +195,14 @@ class GatewayClient:
         on_timeout: OnTimeout | None = None,
         asker: str | None = None,
         to: Sequence[str] | None = None,
+        escalate: Sequence[Mapping[str, Any]] | None = None,
     ) -> str:
         """Ask without waiting (``POST /elicitations``); return the elicitation's id."""
         body = form_params(params)
         if to:
             body = {**body, "to": list(to)}
+        if escalate:
+            body = {**body, "escalate": [dict(step) for step in escalate]}
         query = {
             "sessionID": session_id or self.session_id,
             "directory": directory or self.directory,

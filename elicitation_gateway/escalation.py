@@ -7,6 +7,7 @@ restarted one, computes the same without keeping anything. Only the announcement
 ``question.asked`` to the people it adds, and their notification) happens once, at its time.
 """
 
+import argparse
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -104,3 +105,29 @@ def request_now(record: Any, now: float) -> QuestionRequest:
         return request
     to = list(current_to(record, now))
     return QuestionRequest.new(request.id, request.sessionID, request.questions, request.tool, to)
+
+
+FLAG_FORM = "SECONDS:NAME[,NAME...]"
+"""How a command's ``--escalate`` names one step: ``600:group:leads,carol``."""
+
+
+def step_of_flag(text: str) -> dict[str, Any]:
+    """One ``--escalate SECONDS:NAME[,NAME...]`` as the step it stands for on the wire; raises
+    :class:`ValueError` saying the form."""
+    after, _, names = text.partition(":")
+    try:
+        seconds = float(after)
+    except ValueError:
+        seconds = math.nan
+    to = [name.strip() for name in names.split(",") if name.strip()]
+    if not math.isfinite(seconds) or seconds <= 0 or not to:
+        raise ValueError(f"{text!r} is not {FLAG_FORM} (for example 600:group:leads,carol)")
+    return {"after": int(seconds) if seconds.is_integer() else seconds, "to": to}
+
+
+def escalate_flag(text: str) -> dict[str, Any]:
+    """:func:`step_of_flag` as an ``argparse`` type."""
+    try:
+        return step_of_flag(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None

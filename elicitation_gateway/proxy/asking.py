@@ -15,7 +15,7 @@ import contextlib
 import contextvars
 import itertools
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
@@ -166,11 +166,14 @@ class Asker:
         progress_interval: float = 15.0,
         faults: FaultReport | None = None,
         to: Sequence[str] | None = None,
+        escalate: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
         self.gateway = gateway
         self.calls = calls
         self.to = to
         """Whom the gateway asks (people and ``group:`` names of its people file); None: everyone."""
+        self.escalate = escalate
+        """Whom each question also reaches while nobody answers (``escalate`` steps); None: nobody."""
         self.answer_with = answer_with
         self.progress_interval = progress_interval
         self.faults = faults or FaultReport()
@@ -234,7 +237,7 @@ class Asker:
         who = asker(self.server_name, tool)
         form = _as_form(params)
         try:
-            result = await self.gateway.elicit(form, asker=who, to=self.to)
+            result = await self.gateway.elicit(form, asker=who, to=self.to, escalate=self.escalate)
         except GatewayRefused as error:
             if error.status in (401, 403):
                 self.faults.fault(

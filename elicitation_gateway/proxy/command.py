@@ -13,6 +13,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from elicitation_gateway.client import DEFAULT_URL, GatewayClient
 from elicitation_gateway.display import clip
+from elicitation_gateway.escalation import FLAG_FORM, escalate_flag
 from elicitation_gateway.proxy.asking import NAME_LENGTH, Asker, Calls, FaultReport, say
 from elicitation_gateway.proxy.rounds import Exchanges
 from elicitation_gateway.proxy.server import Forwarder, build_server
@@ -116,6 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="a person or group:NAME of the gateway's people file the questions are for (repeatable)",
     )
+    parser.add_argument(
+        "--escalate",
+        action="append",
+        type=escalate_flag,
+        metavar=FLAG_FORM,
+        help="if nobody has answered SECONDS after the ask, the questions also reach these people and "
+        "group:NAMEs, who are notified (repeatable: one step each)",
+    )
     parser.add_argument("command", nargs="*", help=argparse.SUPPRESS)
     return parser
 
@@ -175,6 +184,7 @@ async def serve(args: argparse.Namespace, upstream: Upstream) -> int:
             progress_interval=args.progress_interval,
             faults=faults,
             to=args.to,
+            escalate=args.escalate,
         )
         forwarder: Forwarder | None = None
 

@@ -6,6 +6,7 @@ in-memory store, across a restart on SQLite and across two replicas on Redis; ea
 import asyncio
 import contextlib
 import json
+import sys
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -13,7 +14,9 @@ from typing import Any
 import httpx
 import pytest
 from aiohttp import web
+from mcp.client import Client
 
+from elicitation_gateway.client import GatewayClient
 from tests.helpers import form, read_events, text_properties, until
 
 pytest_plugins = ["tests.redis_server"]
@@ -281,3 +284,60 @@ async def test_two_replicas_on_redis_notify_a_step_once(make_server, tmp_path, i
         await asyncio.to_thread(server.stop)
     assert inboxes.about("bob", request_id) == 1
     assert inboxes.about("alice", request_id) == 1
+
+
+async def test_the_python_client_the_mcp_tool_and_ask_escalate(make_server, tmp_path, inboxes):
+    """Every way of asking takes the steps: each question, for dave, reaches bob at its step."""
+    server = make_server(**settings(tmp_path, inboxes))
+    questions = [{"question": "Deploy now?", "header": "Deploy", "options": []}]
+    async with (
+        logins(server) as http,
+        GatewayClient(server.url) as gateway,
+        Client(f"{server.url}/mcp") as mcp,
+    ):
+        created = await gateway.create(PARAMS, to=["dave"], escalate=[{"after": 0.5, "to": ["bob"]}])
+        call = asyncio.create_task(
+            mcp.call_tool(
+                "question",
+                {"questions": questions, "to": ["dave"], "escalate": [{"after": 0.5, "to": ["bob"]}]},
+            )
+        )
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            *(
+                "-m",
+                "elicitation_gateway",
+                "ask",
+                "--url",
+                server.url,
+                "--to",
+                "dave",
+                "--escalate",
+                "0.5:bob",
+            ),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        process.stdin.write(json.dumps(PARAMS).encode())
+        process.stdin.close()
+        try:
+            await until(lambda: len(inboxes.posts.get("bob", [])) == 3, what="bob told of each")
+            items = await listing(http["bob"])
+            assert len(items) == 3
+            assert created in items
+            assert all(item["to"] == ["dave", "bob"] for item in items.values())
+            for request_id in items:
+                await http["bob"].post(f"/question/{request_id}/reply", json={"answers": [["yes"]]})
+            out, _ = await asyncio.wait_for(process.communicate(), 30)
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+        assert json.loads(out) == {"action": "accept", "content": {"k0": "yes"}}
+        assert (await call).structured_content == {"action": "accept", "answers": [["yes"]]}
+        refused = await mcp.call_tool(
+            "question", {"questions": questions, "to": ["dave"], "escalate": [{"after": 0, "to": ["bob"]}]}
+        )
+        assert refused.is_error
+        assert "after must be a positive number" in refused.content[0].text
