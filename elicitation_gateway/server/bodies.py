@@ -84,12 +84,40 @@ class QuestionNotFoundError(Body):
 # The tool side
 
 
+class EscalationStep(BaseModel):
+    """One step of ``escalate``: if nobody has answered ``after`` seconds after the ask, the question
+    also reaches ``to``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    after: float = Field(gt=0, description="Seconds after the ask.")
+    to: list[str] = Field(
+        min_length=1, description="People and group:NAMEs of GATEWAY_PEOPLE it then reaches."
+    )
+
+
+class AskParams(ElicitRequestFormParams):
+    """MCP's ``ElicitRequestFormParams``, and the gateway's own keys beside them."""
+
+    to: list[str] | None = Field(
+        None,
+        max_length=50,
+        description="The people and groups of GATEWAY_PEOPLE the question is for; absent: everyone.",
+    )
+    escalate: list[EscalationStep] | None = Field(
+        None,
+        max_length=10,
+        description="Whom the question also reaches, and is notified to, while nobody answers: steps "
+        "ordered by after (needs GATEWAY_PEOPLE).",
+    )
+
+
 class JSONRPCElicitRequest(JSONRPCRequest):
     """``POST /elicit`` also takes the params inside a JSON-RPC ``elicitation/create`` request (read as
-    the SDK's ``JSONRPCRequest``, then its params as ``ElicitRequestFormParams``)."""
+    the SDK's ``JSONRPCRequest``, then its params as ``AskParams``)."""
 
     method: Literal["elicitation/create"]
-    params: ElicitRequestFormParams  # type: ignore[assignment]  (narrower than a request's params)
+    params: AskParams  # type: ignore[assignment]  (narrower than a request's params)
 
 
 class AnsweredResult(ElicitResult):

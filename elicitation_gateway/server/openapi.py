@@ -12,7 +12,6 @@ import re
 from functools import cache
 from typing import Any
 
-from mcp.types import ElicitRequestFormParams
 from mcp_types.jsonrpc import JSONRPCError
 from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue, models_json_schema
@@ -22,6 +21,7 @@ from elicitation_gateway import __version__
 from elicitation_gateway.models import QuestionRequest
 from elicitation_gateway.server.bodies import (
     AnsweredResult,
+    AskParams,
     BadRequest,
     ElicitationStatus,
     ErrorBody,
@@ -43,7 +43,7 @@ from elicitation_gateway.settings import Settings
 REF = "#/components/schemas/{model}"
 
 REQUEST_BODIES: tuple[type[BaseModel], ...] = (
-    ElicitRequestFormParams,
+    AskParams,
     JSONRPCElicitRequest,
     QuestionReply,
     QuestionReject,

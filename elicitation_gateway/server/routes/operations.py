@@ -12,13 +12,13 @@ import mimetypes
 from collections.abc import Callable
 from typing import Any
 
-from mcp.types import ElicitRequestFormParams
 from mcp_types.jsonrpc import JSONRPCError
 from pydantic import BaseModel
 
 from elicitation_gateway.models import QuestionRequest
 from elicitation_gateway.server.bodies import (
     AnsweredResult,
+    AskParams,
     BadRequest,
     ElicitationStatus,
     ErrorBody,
@@ -117,9 +117,7 @@ def elicit(ref: Ref) -> dict[str, Any]:
             "requestBody": {
                 "required": True,
                 "content": {
-                    "application/json": {
-                        "schema": {"oneOf": [ref(ElicitRequestFormParams), ref(JSONRPCElicitRequest)]}
-                    }
+                    "application/json": {"schema": {"oneOf": [ref(AskParams), ref(JSONRPCElicitRequest)]}}
                 },
             },
             "responses": {
@@ -141,7 +139,7 @@ def elicitations_create(ref: Ref) -> dict[str, Any]:
             "parameters": _ASK_PARAMETERS,
             "requestBody": {
                 "required": True,
-                "content": {"application/json": {"schema": ref(ElicitRequestFormParams)}},
+                "content": {"application/json": {"schema": ref(AskParams)}},
             },
             "responses": {
                 "201": {
