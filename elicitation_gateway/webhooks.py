@@ -211,7 +211,8 @@ async def relay(store: Store, sender: WebhookSender) -> None:
             continue
         try:
             async for event in subscription:
-                if event.type.startswith("question."):
+                # Not an event a process makes for its own streams alone (an escalation's question.asked).
+                if event.type.startswith("question.") and event.replayable:
                     sender.submit(event.id, event.type, event.properties)
         except StoreUnavailable:
             pass

@@ -18,6 +18,7 @@ from mcp.client import Client
 
 from elicitation_gateway.client import GatewayClient
 from tests.helpers import form, read_events, text_properties, until
+from tests.http.test_webhooks import SECRET as WEBHOOK_SECRET
 
 pytest_plugins = ["tests.redis_server"]
 
@@ -57,7 +58,9 @@ class Inboxes:
 
     def about(self, person: str, request_id: str) -> int:
         """How many notifications ``person`` got of ``request_id``."""
-        return sum(f"?question={request_id}" in post["message"] for post in self.posts.get(person, []))
+        return sum(
+            f"?question={request_id}" in post.get("message", "") for post in self.posts.get(person, [])
+        )
 
 
 @pytest.fixture
@@ -341,3 +344,17 @@ async def test_the_python_client_the_mcp_tool_and_ask_escalate(make_server, tmp_
         )
         assert refused.is_error
         assert "after must be a positive number" in refused.content[0].text
+
+
+async def test_webhooks_get_one_question_asked_whatever_the_steps(make_server, tmp_path, inboxes):
+    """A step's question.asked is each process's own, for its streams: receivers of webhooks follow
+    the questions as before (asked once, then how it ended)."""
+    hooks = f"http://127.0.0.1:{inboxes.port}/hooks"
+    server = make_server(**settings(tmp_path, inboxes, webhook_urls=hooks, webhook_secret=WEBHOOK_SECRET))
+    async with logins(server) as http:
+        request_id = await create(http["tool"], to=["dave"], escalate=[{"after": 0.5, "to": ["bob"]}])
+        await until(lambda: inboxes.about("bob", request_id) == 1, what="the step notified")
+        await http["bob"].post(f"/question/{request_id}/reply", json={"answers": [["yes"]]})
+        await until(lambda: len(inboxes.posts.get("hooks", [])) == 2, what="asked and replied sent")
+    await asyncio.sleep(0.3)
+    assert [post["type"] for post in inboxes.posts["hooks"]] == ["question.asked", "question.replied"]
