@@ -711,3 +711,15 @@ async def test_a_held_key_lapses_unless_a_replica_renews_it(redis_url):
 
 async def _not_held(store: RedisStore, caller: str) -> bool:
     return await store.held_key(caller) is None
+
+
+async def test_an_escalation_step_is_marked_by_one_replica_and_the_mark_expires(replicas, redis_url):
+    one, other = replicas
+    kept = record(ids.question_id())
+    await one.add(kept)
+    marks = await asyncio.gather(
+        one.mark_escalated(kept.id, 0, kept.expires_at), other.mark_escalated(kept.id, 0, kept.expires_at)
+    )
+    assert sorted(marks) == [False, True]
+    ttl = await one._client.pttl(one._keys.escalated(kept.id, 0))
+    assert 60_000 < ttl <= (kept.expires_at - kept.created_at + 60) * 1000

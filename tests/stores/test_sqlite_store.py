@@ -247,3 +247,19 @@ def test_ids_sort_after_one_from_a_later_clock():
     ids.not_before(later)
     assert ids.event_id() > later
     assert ids.question_id()[4:] > later[4:]
+
+
+async def test_an_escalation_mark_outlives_the_store_until_its_question_finishes(tmp_path):
+    path = tmp_path / "gateway.db"
+    store = await opened(path)
+    kept = record(ids.question_id())
+    await store.add(kept)
+    assert await store.mark_escalated(kept.id, 0, kept.expires_at)
+    await store.close()
+    store = await opened(path)
+    assert not await store.mark_escalated(kept.id, 0, kept.expires_at)
+    assert await store.mark_escalated(kept.id, 1, kept.expires_at)
+    await store.finish(kept.id, "cancelled", {"action": "cancel"})
+    await store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM escalations").fetchone()[0] == 0

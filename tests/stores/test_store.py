@@ -433,3 +433,36 @@ async def test_a_claim_with_another_digest_claims_nothing(make_store):
     with pytest.raises(DigestMismatch):
         await store.claim_orphan("key", "body-b")
     assert await store.claim_orphan("key", "body-a") == "que_1"
+
+
+async def test_an_escalation_step_is_marked_once(make_store):
+    """Only the first of callers at once marks a step announced; another step, or question, is apart."""
+    store = await make_store()
+    kept = record("que_esc")
+    await store.add(kept)
+    marks = await asyncio.gather(*(store.mark_escalated(kept.id, 0, kept.expires_at) for _ in range(5)))
+    assert sorted(marks) == [False, False, False, False, True]
+    assert await store.mark_escalated(kept.id, 1, kept.expires_at)
+    assert not await store.mark_escalated(kept.id, 1, kept.expires_at)
+    assert await store.mark_escalated("que_other", 0, kept.expires_at)
+
+
+async def test_an_event_published_here_reaches_subscribers_but_is_not_replayed(make_store):
+    store = await make_store()
+    kept = record("que_here")
+    subscription = await store.subscribe()
+    try:
+        await store.add(kept)
+        [asked] = await drain(subscription, 1)
+        store.publish_here(kept.asked_event(replayable=False))
+        [again] = await drain(subscription, 1)
+        assert again.type == "question.asked"
+        assert again.properties["id"] == kept.id
+        assert not again.replayable
+    finally:
+        subscription.close()
+    replay = await store.subscribe(asked.id)
+    try:
+        assert replay.backlog == []  # nothing kept after the asked event
+    finally:
+        replay.close()
