@@ -108,10 +108,11 @@ class Escalating:
         handled, count = self.handled.get(record.id, 0), due(record.escalate, record.created_at, now)
         if count <= handled:
             return
-        request = request_now(record, now)
-        self.store.publish_here(
-            events.asked(None, record.directory, replayable=False, request_json=request.wire_json)
-        )
+        if record.request.to:  # everyone's question is shown to everyone already
+            request = request_now(record, now)
+            self.store.publish_here(
+                events.asked(None, record.directory, replayable=False, request_json=request.wire_json)
+            )
         for step in range(handled, count):
             first = await self.store.mark_escalated(record.id, step, record.expires_at)
             self.handled[record.id] = step + 1

@@ -358,3 +358,17 @@ async def test_webhooks_get_one_question_asked_whatever_the_steps(make_server, t
         await until(lambda: len(inboxes.posts.get("hooks", [])) == 2, what="asked and replied sent")
     await asyncio.sleep(0.3)
     assert [post["type"] for post in inboxes.posts["hooks"]] == ["question.asked", "question.replied"]
+
+
+async def test_the_steps_of_everyones_question_only_notify(make_server, tmp_path, inboxes):
+    server = make_server(**settings(tmp_path, inboxes))
+    async with logins(server) as http:
+        async with read_events(http["dave"]) as daves:
+            request_id = await create(http["tool"], escalate=[{"after": 0.5, "to": ["bob"]}])
+            assert (await daves.next("question.asked")).properties["id"] == request_id
+            await until(
+                lambda: inboxes.about("bob", request_id) == 2, what="told when asked, then at the step"
+            )
+            await daves.no_frame(within=0.3, type="question.asked")
+        assert "to" not in (await listing(http["dave"]))[request_id]
+    assert inboxes.about("alice", request_id) == 1
