@@ -90,11 +90,12 @@ def next_at(steps: Sequence[Step], created_at: float, now: float) -> float | Non
     return next((created_at + step.after for step in steps if created_at + step.after > now), None)
 
 
-def current_to(record: Any, now: float) -> tuple[str, ...]:
-    """A record's audience at ``now`` (:func:`audience` of its ``to`` and ``escalate``)."""
+def current_to(record: Any, now: float) -> Sequence[str]:
+    """A record's audience at ``now`` (:func:`audience` of its ``to`` and ``escalate``); its own ``to``
+    as it is, where it has no steps."""
     to = record.request.to or ()
     if not record.escalate:
-        return tuple(to)
+        return to
     return audience(to, record.escalate, record.created_at, now)
 
 
