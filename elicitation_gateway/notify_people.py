@@ -20,8 +20,9 @@ from elicitation_gateway.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-WORKERS = 4
-"""Worker processes shared by every person's targets (started when first needed)."""
+WORKERS = 8
+"""Worker processes shared by every person's targets (started when first needed): a target sends one
+at a time, so as many targets as this send at once; a target stuck until its deadline holds one."""
 
 
 class PeopleNotifier:
