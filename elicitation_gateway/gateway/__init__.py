@@ -23,6 +23,7 @@ from elicitation_gateway.gateway.asking import (
     printable_id,
     valid_session_id,
 )
+from elicitation_gateway.gateway.auditing import Auditing
 from elicitation_gateway.gateway.errors import (
     AlreadyFinished,
     KeyReused,
@@ -90,8 +91,15 @@ class Gateway:
         self.expiry = Expiry(
             store, finish=lambda *a, **k: self.finishing.finish(*a, **k), owe=self._owe, spawn=self._spawn
         )
+        self.auditing = Auditing(store, self.metrics, settings.audit_retention)
+        """The audit trail; ``auditing.escalated(question, who)`` records an escalation."""
         self.finishing = Finishing(
-            store, self.metrics, self.admission.pending_bytes, forget=self.expiry.discard, notifier=notifier
+            store,
+            self.metrics,
+            self.admission.pending_bytes,
+            forget=self.expiry.discard,
+            notifier=notifier,
+            auditing=self.auditing,
         )
         finish = self.finishing.finish
         self.owed = Owed(
@@ -112,6 +120,7 @@ class Gateway:
             closing=closing,
             default_session=default_session,
             people=lambda: None if self.people is None else self.people.current,
+            audited=self.auditing.asked,
         )
         self.waiting = Waiting(
             settings,
@@ -149,8 +158,11 @@ class Gateway:
     async def start(self) -> None:
         await self.store.start()
         if self.settings.notify:
-            self.notifier = Notifier(self.settings, self.metrics, self._still_pending)
+            self.notifier = Notifier(
+                self.settings, self.metrics, self._still_pending, sent=self.auditing.notified
+            )
             self.notifier.start()
+        self.auditing.start()
         await self.following.start()
 
     async def shutdown(self) -> None:
@@ -186,6 +198,7 @@ class Gateway:
                 logger.warning("%d questions stay pending, their finish owed: %s", len(self.owed), error)
         if self.notifier is not None:
             await self.notifier.stop(flush=outlive)
+        await self.auditing.stop()
         await self.store.close()
         self.expiry.clear()
         self.reattach.stop()

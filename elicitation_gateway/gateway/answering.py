@@ -73,23 +73,33 @@ class Answering:
             raise NotFound(request_id, "expired")
         return record
 
-    async def reply(self, request_id: str, answers: list[list[str]], viewer: Viewer | None = None) -> Record:
+    async def reply(
+        self,
+        request_id: str,
+        answers: list[list[str]],
+        viewer: Viewer | None = None,
+        *,
+        via: str = "api",
+    ) -> Record:
         """Accept with typed content (a confirmation answered No: decline); raises :class:`.AnswerError`
-        when answers do not fit."""
+        when answers do not fit. ``via``: the way the reply came (:data:`.auditing.ANSWERER_VIAS`), as
+        the audit trail and the metrics record it."""
         record = await self.pending_record(request_id, viewer)
         result = _signed(answers_to_result(record.form, answers), viewer)
         status: Status = "answered" if result["action"] == ACCEPT else "declined"
         reason = "answered" if status == "answered" else "answered no"
-        finished = await self.finish(request_id, status, result, answers=answers, reason=reason)
+        finished = await self.finish(request_id, status, result, answers=answers, reason=reason, via=via)
         if finished is None:  # another answerer got there first
             raise await self._gone(request_id)
         return finished
 
-    async def reject(self, request_id: str, action: str = CANCEL, viewer: Viewer | None = None) -> Record:
+    async def reject(
+        self, request_id: str, action: str = CANCEL, viewer: Viewer | None = None, *, via: str = "api"
+    ) -> Record:
         await self.pending_record(request_id, viewer)  # past its expiry: expired, not rejected
         status: Status = "declined" if action == DECLINE else "cancelled"
         result = _signed({"action": action}, viewer)
-        finished = await self.finish(request_id, status, result, reason="rejected")
+        finished = await self.finish(request_id, status, result, reason="rejected", via=via)
         if finished is None:
             raise await self._gone(request_id)
         return finished

@@ -89,7 +89,10 @@ class Asking:
         closing: Callable[[], bool],
         default_session: Callable[[], str],
         people: Callable[[], People | None] = lambda: None,
+        audited: Callable[[Record], None] | None = None,
     ) -> None:
+        self.audited = audited
+        """Told of each record asked here, for the audit trail (:meth:`.Auditing.asked`)."""
         self.settings = settings
         self.people = people
         self.store = store
@@ -155,6 +158,8 @@ class Asking:
             raise
         self.metrics.asked.inc()
         self.schedule(record.id, timeout)
+        if self.audited is not None:
+            self.audited(record)
         if (notifier := self.notifier()) is not None and not options.to:
             # A question for some people only is never sent to the targets everyone's questions go to.
             # Only the replica whose ask created the record notifies, and never for records it adopts

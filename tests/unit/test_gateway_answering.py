@@ -32,7 +32,7 @@ class Parts:
             self.store, finish=self.finish, expire_now=self.expire_now, owed_first=self.owed_first
         )
 
-    async def finish(self, request_id, status, result, *, reason, answers=None):
+    async def finish(self, request_id, status, result, *, reason, answers=None, via=None):
         self.done.append(f"{request_id} {status} ({reason})")
         return await self.store.finish(request_id, status, result, answers)
 

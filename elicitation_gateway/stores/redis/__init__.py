@@ -10,6 +10,8 @@ Keys (``prefix`` is ``gateway`` unless told otherwise)::
     {prefix}:replica:{id}   a replica's liveness entry: refreshed every third of its lifetime
     {prefix}:waits:{id}     set of the ids whose tool waits on a blocking request to that replica
     {prefix}:replicas       set of the replicas that have such a set
+    {prefix}:audit          list of the audit trail's entries, oldest first (:mod:`.audit`)
+    {prefix}:audit:last     the last entry appended, which the next one follows
 
 Every change is one Lua script, one round trip, that also appends its event to the stream: ``add``
 keeps a record, ``finish`` moves one out of the pending set only if it is still there. So a record
