@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 
+from elicitation_gateway.answerer.connection import AnswererClient
 from elicitation_gateway.audit import verify
 from tests.helpers import form, text_properties, until
 from tests.http.test_notify import Receiver
@@ -258,3 +259,21 @@ async def test_a_delivered_notification_is_recorded(make_server):
             assert entry["who"] == "1:json"
     finally:
         await receiver.stop()
+
+
+async def test_the_terminal_answerer_says_it_is_the_terminal_and_who_answered(make_server, tmp_path):
+    people = tmp_path / "people.toml"
+    people.write_text('[people.carol]\npassword = "carol-pass"\n')
+    server = make_server(people=people)
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
+        replied, declined = await ask(client), await ask(client)
+        answerer = AnswererClient(server.url, httpx.BasicAuth("carol", "carol-pass"))
+        try:
+            await answerer.reply(replied, [["v"]])
+            await answerer.reject(declined, decline=True)
+        finally:
+            await answerer.aclose()
+        entries = await trail(client)
+        assert of(entries, replied) == [("asked", "tool"), ("replied", "terminal")]
+        assert of(entries, declined) == [("asked", "tool"), ("rejected", "terminal")]
+        assert {e["who"] for e in entries if e["event"] in ("replied", "rejected")} == {"carol"}
