@@ -42,11 +42,17 @@ class AuditTrail(ABC):
         the first kept one names the hash it follows."""
 
 
-class MemoryAuditTrail(AuditTrail):
-    """The trail in this process's memory (the in-memory store's): gone with it."""
+MEMORY_ENTRIES = 100_000
+"""Entries the in-memory trail keeps at most (some 40 MB), the oldest dropped first, as the retention
+drops them: the rest still verifies. A trail to keep belongs in a SQLite file or Redis."""
 
-    def __init__(self) -> None:
-        self._entries: deque[AuditEntry] = deque()
+
+class MemoryAuditTrail(AuditTrail):
+    """The trail in this process's memory (the in-memory store's): gone with it, and at most
+    :data:`MEMORY_ENTRIES` long."""
+
+    def __init__(self, limit: int = MEMORY_ENTRIES) -> None:
+        self._entries: deque[AuditEntry] = deque(maxlen=limit)
         self._last: AuditEntry | None = None
 
     async def append(self, **fields: Any) -> AuditEntry:

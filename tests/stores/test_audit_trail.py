@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from elicitation_gateway.audit import parse_since, rfc3339, verify
+from elicitation_gateway.stores.audit_trail import MemoryAuditTrail
 from elicitation_gateway.stores.memory import MemoryStore
 from elicitation_gateway.stores.redis import RedisStore
 from elicitation_gateway.stores.sqlite import SqliteStore
@@ -133,3 +134,12 @@ async def test_two_redis_replicas_appending_at_once_make_one_chain(redis_url):
     finally:
         await first.close()
         await second.close()
+
+
+async def test_the_memory_trail_keeps_its_latest_entries_and_they_verify():
+    trail = MemoryAuditTrail(limit=3)
+    for number in range(5):
+        await trail.append(event="asked", question=f"que_{number}", via="tool")
+    kept = await trail.entries()
+    assert [e.seq for e in kept] == [3, 4, 5]
+    assert verify(lines(kept)).ok
