@@ -181,6 +181,16 @@ async def test_two_replicas_on_one_redis_make_one_chain(make_server, make_redis_
         for question in asked:
             assert of(entries, question) == [("asked", "tool"), ("replied", "opencode")]
 
+        # Both replicas time every question: its expiry is recorded once, by the one that made it.
+        expiring = await ask(one, timeout="0.3")
+
+        async def expired() -> bool:
+            return ("expired", "gateway") in of(await trail(two), expiring)
+
+        await until(expired, what="the expiry recorded")
+        await asyncio.sleep(0.5)  # the other replica's timer has fired too by now
+        assert of(await trail(one), expiring) == [("asked", "tool"), ("expired", "gateway")]
+
 
 def gateway(*args: str, **options) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -277,3 +287,17 @@ async def test_the_terminal_answerer_says_it_is_the_terminal_and_who_answered(ma
         assert of(entries, replied) == [("asked", "tool"), ("replied", "terminal")]
         assert of(entries, declined) == [("asked", "tool"), ("rejected", "terminal")]
         assert {e["who"] for e in entries if e["event"] in ("replied", "rejected")} == {"carol"}
+
+
+async def test_an_escalation_is_recorded_through_the_one_call_for_it(make_server):
+    server = make_server()
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
+        question = await ask(client)
+        server.call(server.gateway.auditing.escalated, question, "group:leads")
+
+        async def escalated() -> bool:
+            return ("escalated", "gateway") in of(await trail(client), question)
+
+        await until(escalated, what="the escalation recorded")
+        entry = next(e for e in await trail(client) if e["event"] == "escalated")
+        assert entry["who"] == "group:leads"
