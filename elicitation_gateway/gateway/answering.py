@@ -10,6 +10,7 @@ from typing import Any
 from elicitation_gateway.conversion.answers import answers_to_result
 from elicitation_gateway.encoding import to_utf8
 from elicitation_gateway.gateway.asking import normalize_directory
+from elicitation_gateway.gateway.auditing import ANSWERER_VIAS
 from elicitation_gateway.gateway.errors import NotFound
 from elicitation_gateway.gateway.expiry import ACCEPT, CANCEL
 from elicitation_gateway.people import Viewer
@@ -84,6 +85,7 @@ class Answering:
         """Accept with typed content (a confirmation answered No: decline); raises :class:`.AnswerError`
         when answers do not fit. ``via``: the way the reply came (:data:`.auditing.ANSWERER_VIAS`), as
         the audit trail and the metrics record it."""
+        _check_via(via)
         record = await self.pending_record(request_id, viewer)
         result = _signed(answers_to_result(record.form, answers), viewer)
         status: Status = "answered" if result["action"] == ACCEPT else "declined"
@@ -96,6 +98,7 @@ class Answering:
     async def reject(
         self, request_id: str, action: str = CANCEL, viewer: Viewer | None = None, *, via: str = "api"
     ) -> Record:
+        _check_via(via)
         await self.pending_record(request_id, viewer)  # past its expiry: expired, not rejected
         status: Status = "declined" if action == DECLINE else "cancelled"
         result = _signed({"action": action}, viewer)
@@ -103,6 +106,11 @@ class Answering:
         if finished is None:
             raise await self._gone(request_id)
         return finished
+
+
+def _check_via(via: str) -> None:
+    if via not in ANSWERER_VIAS:
+        raise ValueError(f"{via!r} is not a way to answer ({', '.join(ANSWERER_VIAS)})")
 
 
 def _signed(result: dict[str, Any], viewer: Viewer | None) -> dict[str, Any]:
