@@ -28,7 +28,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     export.add_argument("-o", "--output", required=True, help="the file to write ('-': standard output)")
     export.add_argument(
-        "--since", help="entries at or after this RFC 3339 time (2026-12-06T05:00:00Z) or date"
+        "--since", help="entries from the first at or after this RFC 3339 time (2026-12-06T05:00:00Z) or date"
     )
     export.add_argument("--question", help="entries of this question only (que_...)")
     export.add_argument("--url", help=f"the gateway (default: $GATEWAY_URL, else {DEFAULT_URL})")

@@ -70,9 +70,10 @@ class Auditing:
         who: str | None = None,
         answers: list[list[str]] | None = None,
     ) -> None:
-        """Append one entry (soon, in order); one the store cannot keep is logged."""
+        """Append one entry (soon, in order), at this moment; one the store cannot keep is logged."""
+        at = datetime.now(UTC)
         self._queue.put_nowait(
-            {"event": event, "question": question, "via": via, "who": who, "answers": answers}
+            {"event": event, "question": question, "via": via, "who": who, "answers": answers, "at": at}
         )
         if self._writer is None:
             self._writer = asyncio.get_running_loop().create_task(self._write(), name="audit trail")

@@ -14,16 +14,23 @@ import contextlib
 import sqlite3
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from elicitation_gateway.audit import AuditEntry, next_entry, parse_line
 
 
-def selected(entry: AuditEntry, since: str | None, question: str | None) -> bool:
-    """Whether ``entry`` is at or after ``since`` (as :func:`.audit.parse_since` writes it) and of
-    ``question``, where given."""
-    return (since is None or entry.at >= since) and (question is None or entry.question == question)
+def selected(entries: Iterable[AuditEntry], since: str | None, question: str | None) -> list[AuditEntry]:
+    """The ``entries`` (in chain order) from the first one at or after ``since`` (as
+    :func:`.audit.parse_since` writes it) on, every one after it included, so that they still form a
+    chain although replicas' clocks differ a little; of ``question`` alone, where given."""
+    found: list[AuditEntry] = []
+    started = since is None
+    for entry in entries:
+        started = started or (since is not None and entry.at >= since)
+        if started and (question is None or entry.question == question):
+            found.append(entry)
+    return found
 
 
 class AuditTrail(ABC):
@@ -34,7 +41,8 @@ class AuditTrail(ABC):
 
     @abstractmethod
     async def entries(self, since: str | None = None, question: str | None = None) -> list[AuditEntry]:
-        """The entries kept, oldest first: at or after ``since``, of ``question``, where given."""
+        """The entries kept, in chain order: from the first at or after ``since`` on, of ``question``,
+        where given (:func:`selected`)."""
 
     @abstractmethod
     async def prune(self, before: str) -> int:
@@ -62,7 +70,7 @@ class MemoryAuditTrail(AuditTrail):
         return entry
 
     async def entries(self, since: str | None = None, question: str | None = None) -> list[AuditEntry]:
-        return [entry for entry in self._entries if selected(entry, since, question)]
+        return selected(self._entries, since, question)
 
     async def prune(self, before: str) -> int:
         dropped = 0
@@ -121,8 +129,8 @@ class SqliteAuditTrail(AuditTrail):
 
     def _rows(self, since: str | None, question: str | None) -> Iterator[AuditEntry]:
         query, parameters = "SELECT line FROM audit WHERE 1", []
-        if since is not None:
-            query += " AND at >= ?"
+        if since is not None:  # from the first at or after it on (:func:`selected`)
+            query += " AND seq >= (SELECT min(seq) FROM audit WHERE at >= ?)"
             parameters.append(since)
         if question is not None:
             query += " AND question = ?"

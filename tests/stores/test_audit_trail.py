@@ -143,3 +143,23 @@ async def test_the_memory_trail_keeps_its_latest_entries_and_they_verify():
     kept = await trail.entries()
     assert [e.seq for e in kept] == [3, 4, 5]
     assert verify(lines(kept)).ok
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_since_gives_every_entry_from_the_first_at_or_after_it(kind, request):
+    """Replicas' clocks differ a little: an entry may follow one a few milliseconds later than it. A
+    reading from ``since`` is still a chain, from its first entry at or after ``since`` on."""
+    store = await opened(kind, request)
+    try:
+        trail = store.audit_trail
+        now = datetime.now(UTC)
+        for offset in (0, 10, 9, 11):  # the third entry's clock ran behind
+            at = now + timedelta(milliseconds=offset)
+            await trail.append(event="asked", question="que_1", via="tool", at=at)
+        since = rfc3339(now + timedelta(milliseconds=10))
+        cut = await trail.entries(since=since)
+        assert [e.seq for e in cut] == [2, 3, 4]
+        assert verify(lines(cut)).ok
+        assert await trail.entries(since=rfc3339(now + timedelta(days=1))) == []
+    finally:
+        await store.close()

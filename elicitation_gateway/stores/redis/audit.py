@@ -69,7 +69,7 @@ class RedisAuditTrail(AuditTrail):
     async def entries(self, since: str | None = None, question: str | None = None) -> list[AuditEntry]:
         with reachable():
             lines = await self._connection.client.lrange(self.key, 0, -1)  # one consistent reading
-        return [entry for entry in map(parse_line, lines) if selected(entry, since, question)]
+        return selected(map(parse_line, lines), since, question)
 
     async def prune(self, before: str) -> int:
         dropped = 0
