@@ -7,6 +7,7 @@ Each command lives in its own module with a ``main(argv) -> int``:
 - ``answer``: answer questions in the terminal (:mod:`elicitation_gateway.answerer.command`)
 - ``proxy``: put an MCP server behind the gateway (:mod:`elicitation_gateway.proxy.command`)
 - ``hash-password``: hash a password for the people file (:mod:`elicitation_gateway.hash_password`)
+- ``audit``: export the audit trail, verify an export (:mod:`elicitation_gateway.audit_command`)
 """
 
 import importlib
@@ -18,6 +19,7 @@ COMMANDS = {
     "answer": "elicitation_gateway.answerer.command",
     "proxy": "elicitation_gateway.proxy.command",
     "hash-password": "elicitation_gateway.hash_password",
+    "audit": "elicitation_gateway.audit_command",
 }
 
 

@@ -44,6 +44,29 @@ class AuditEntry:
         return json.dumps(self.as_dict(), ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
+def parse_line(raw: bytes | str) -> AuditEntry:
+    """An entry from its line (as :meth:`AuditEntry.line` writes it); raises ValueError if it is none."""
+    fields = json.loads(raw)
+    if not isinstance(fields, dict) or set(fields) != set(FIELDS):
+        raise ValueError("not an audit entry")
+    return AuditEntry(**fields)
+
+
+def parse_since(text: str) -> str:
+    """``since`` as an RFC 3339 moment (``2026-12-06T05:00:00Z``, an offset, or a date alone: its
+    midnight UTC), written as entries write ``at``, so that the two compare as strings; raises
+    ValueError saying what it expects."""
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"{text[:80]!r} is not an RFC 3339 time such as 2026-12-06T05:00:00Z") from None
+    if moment.tzinfo is None:
+        if "T" in text or " " in text.strip():
+            raise ValueError(f"{text[:80]!r} has no time zone: add Z or an offset such as +01:00")
+        moment = moment.replace(tzinfo=UTC)
+    return rfc3339(moment)
+
+
 def rfc3339(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 

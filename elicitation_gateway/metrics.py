@@ -89,6 +89,13 @@ class Metrics:
             ["receiver", "outcome"],
             registry=self.registry,
         )
+        self.answers = Counter(
+            "gateway_answers",
+            "Replies and rejections by the way they came (via: page, terminal, opencode, api, link, "
+            "webhook) and the action the tool got (accept, decline, cancel).",
+            ["via", "action"],
+            registry=self.registry,
+        )
         self._exposed = _WithoutCreated(self.registry)
 
     def exposition(self) -> bytes:

@@ -134,8 +134,10 @@ class _Target:
         settings: Settings,
         metrics: Metrics,
         still_pending: Callable[[str], Awaitable[bool]],
+        sent: Callable[[str, str], None] | None = None,
     ) -> None:
         self.label = label
+        self._sent = sent
         self._url = url
         self._pool = pool
         self._settings = settings
@@ -192,6 +194,8 @@ class _Target:
             self.unsent -= 1
             self.queue.task_done()
             self._count(outcome)
+            if outcome == "sent" and self._sent is not None:
+                self._sent(notification.record.id, self.label)
 
     async def _deliver(self, notification: _Notification) -> str:
         """Each attempt, then the backoff before the next: the outcome."""
@@ -284,9 +288,11 @@ class Notifier:
         still_pending: Callable[[str], Awaitable[bool]],
         *,
         worker_imports: tuple[str, ...] = (),
+        sent: Callable[[str, str], None] | None = None,
     ) -> None:
         """``worker_imports``: modules each worker process imports before its first attempt (Apprise
-        plugins of one's own, registered on import)."""
+        plugins of one's own, registered on import); ``sent`` is told of each notification a target
+        took (the question's id, the target's label), for the audit trail."""
         self.settings = settings
         self.metrics = metrics
         self._reminders: dict[str, asyncio.TimerHandle] = {}
@@ -306,7 +312,7 @@ class Notifier:
         timeout = settings.notify_timeout
         self.pool = Pool(len(urls), [(url, timeout) for _, url in urls], worker_imports)
         for label, url in urls:
-            self.targets.append(_Target(label, url, self.pool, settings, metrics, still_pending))
+            self.targets.append(_Target(label, url, self.pool, settings, metrics, still_pending, sent))
         if self.targets and not settings.public_url:
             logger.warning(
                 "notifications carry no link to the question: set GATEWAY_PUBLIC_URL to the address "

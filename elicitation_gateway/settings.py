@@ -238,6 +238,25 @@ class Settings(BaseSettings):
         "(`whsec_$(openssl rand -base64 32)`); receivers verify with the same.",
     )
 
+    # The audit trail
+    audit_retention: float = Field(
+        90 * 86400,
+        ge=0,
+        description="How long the audit trail (`GET /audit`) keeps an entry: seconds, or days with a "
+        "`d` (`30d`). The default is 90 days. 0: kept for ever. Kept in the store: in memory, in the "
+        "SQLite file, or in Redis.",
+    )
+
+    @field_validator("audit_retention", mode="before")
+    @classmethod
+    def _audit_retention(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip().lower().endswith("d"):
+            try:
+                return float(value.strip()[:-1]) * 86400
+            except ValueError:
+                raise ValueError("seconds, or days with a 'd' (30d)") from None
+        return value
+
     @field_validator("webhook_urls", mode="before")
     @classmethod
     def _webhook_urls(cls, value: object) -> object:

@@ -19,6 +19,9 @@ from elicitation_gateway.answerer.draft import RequestForm
 EventHandler = Callable[[dict[str, Any]], Awaitable[None]]
 StatusHandler = Callable[[bool, str], Awaitable[None]]
 
+VIA = {"X-Gateway-Via": "terminal"}
+"""Said on each reply and rejection: the audit trail records that they came from the terminal."""
+
 
 class Refused(Exception):
     """The gateway refused a reply (400): the request stays open with these reasons."""
@@ -81,7 +84,9 @@ class AnswererClient:
         return RequestForm.from_form(response.json())
 
     async def reply(self, request_id: str, answers: list[list[str]]) -> None:
-        response = await self.http.post(f"/question/{request_id}/reply", json={"answers": answers})
+        response = await self.http.post(
+            f"/question/{request_id}/reply", json={"answers": answers}, headers=VIA
+        )
         if response.status_code == 400:
             data = _json(response).get("data") or {}
             message = str(data.get("message") or "the gateway refused the answers")
@@ -91,7 +96,7 @@ class AnswererClient:
     async def reject(self, request_id: str, *, decline: bool = False) -> None:
         """Dismiss (the tool gets ``cancel``), or decline (an explicit no)."""
         body = {"json": {"action": "decline"}} if decline else {}
-        response = await self.http.post(f"/question/{request_id}/reject", **body)
+        response = await self.http.post(f"/question/{request_id}/reject", headers=VIA, **body)
         self._raise_for(response)
 
     @staticmethod

@@ -23,6 +23,7 @@ from elicitation_gateway.gateway.asking import (
     printable_id,
     valid_session_id,
 )
+from elicitation_gateway.gateway.auditing import Auditing
 from elicitation_gateway.gateway.errors import (
     AlreadyFinished,
     KeyReused,
@@ -96,8 +97,15 @@ class Gateway:
         self.escalating = Escalating(
             store, people=self._people, notify=self._notify_people, spawn=self._spawn
         )
+        self.auditing = Auditing(store, self.metrics, settings.audit_retention)
+        """The audit trail; ``auditing.escalated(question, who)`` records an escalation."""
         self.finishing = Finishing(
-            store, self.metrics, self.admission.pending_bytes, forget=self._forget, notifier=notifier
+            store,
+            self.metrics,
+            self.admission.pending_bytes,
+            forget=self._forget,
+            notifier=notifier,
+            auditing=self.auditing,
         )
         finish = self.finishing.finish
         self.owed = Owed(
@@ -119,6 +127,7 @@ class Gateway:
             default_session=default_session,
             people=self._people,
             asked=self._asked,
+            audited=self.auditing.asked,
         )
         self.waiting = Waiting(
             settings,
@@ -159,14 +168,18 @@ class Gateway:
         self.pending_record, self.reply = answering.pending_record, answering.reply
         self.reject = answering.reject
         self.on_escalated, self.audience_of = self.escalating.on_escalated, self.escalating.audience_of
+        self.escalating.on_escalated(self._audit_escalation)
 
     async def start(self) -> None:
         await self.store.start()
         if self.settings.notify:
-            self.notifier = Notifier(self.settings, self.metrics, self._still_pending)
+            self.notifier = Notifier(
+                self.settings, self.metrics, self._still_pending, sent=self.auditing.notified
+            )
             self.notifier.start()
         if self.people is not None:
             self.people_notifier = PeopleNotifier(self.settings, self.metrics, self._still_pending)
+        self.auditing.start()
         await self.following.start()
 
     async def shutdown(self) -> None:
@@ -205,6 +218,7 @@ class Gateway:
             await self.notifier.stop(flush=outlive)
         if self.people_notifier is not None:
             await self.people_notifier.stop(flush=outlive)
+        await self.auditing.stop()
         await self.store.close()
         self.expiry.clear()
         self.reattach.stop()
@@ -251,6 +265,10 @@ class Gateway:
 
     def _people(self) -> People | None:
         return None if self.people is None else self.people.current
+
+    def _audit_escalation(self, request_id: str, names: Sequence[str]) -> None:
+        """A step reached ``names``: one audit entry, ``who`` the people it reached, comma-separated."""
+        self.auditing.escalated(request_id, ",".join(names) or None)
 
     def _forget(self, request_id: str) -> None:
         """``request_id`` is finished: no timer of its own is left."""

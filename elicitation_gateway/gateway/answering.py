@@ -11,6 +11,7 @@ from elicitation_gateway.conversion.answers import answers_to_result
 from elicitation_gateway.encoding import to_utf8
 from elicitation_gateway.escalation import current_to, request_now
 from elicitation_gateway.gateway.asking import normalize_directory
+from elicitation_gateway.gateway.auditing import ANSWERER_VIAS
 from elicitation_gateway.gateway.errors import NotFound
 from elicitation_gateway.gateway.expiry import ACCEPT, CANCEL
 from elicitation_gateway.people import Viewer
@@ -76,26 +77,43 @@ class Answering:
             raise NotFound(request_id, "expired")
         return record
 
-    async def reply(self, request_id: str, answers: list[list[str]], viewer: Viewer | None = None) -> Record:
+    async def reply(
+        self,
+        request_id: str,
+        answers: list[list[str]],
+        viewer: Viewer | None = None,
+        *,
+        via: str = "api",
+    ) -> Record:
         """Accept with typed content (a confirmation answered No: decline); raises :class:`.AnswerError`
-        when answers do not fit."""
+        when answers do not fit. ``via``: the way the reply came (:data:`.auditing.ANSWERER_VIAS`), as
+        the audit trail and the metrics record it."""
+        _check_via(via)
         record = await self.pending_record(request_id, viewer)
         result = _signed(answers_to_result(record.form, answers), viewer)
         status: Status = "answered" if result["action"] == ACCEPT else "declined"
         reason = "answered" if status == "answered" else "answered no"
-        finished = await self.finish(request_id, status, result, answers=answers, reason=reason)
+        finished = await self.finish(request_id, status, result, answers=answers, reason=reason, via=via)
         if finished is None:  # another answerer got there first
             raise await self._gone(request_id)
         return finished
 
-    async def reject(self, request_id: str, action: str = CANCEL, viewer: Viewer | None = None) -> Record:
+    async def reject(
+        self, request_id: str, action: str = CANCEL, viewer: Viewer | None = None, *, via: str = "api"
+    ) -> Record:
+        _check_via(via)
         await self.pending_record(request_id, viewer)  # past its expiry: expired, not rejected
         status: Status = "declined" if action == DECLINE else "cancelled"
         result = _signed({"action": action}, viewer)
-        finished = await self.finish(request_id, status, result, reason="rejected")
+        finished = await self.finish(request_id, status, result, reason="rejected", via=via)
         if finished is None:
             raise await self._gone(request_id)
         return finished
+
+
+def _check_via(via: str) -> None:
+    if via not in ANSWERER_VIAS:
+        raise ValueError(f"{via!r} is not a way to answer ({', '.join(ANSWERER_VIAS)})")
 
 
 def _signed(result: dict[str, Any], viewer: Viewer | None) -> dict[str, Any]:

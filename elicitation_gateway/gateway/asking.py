@@ -103,9 +103,12 @@ class Asking:
         default_session: Callable[[], str],
         people: Callable[[], People | None] = lambda: None,
         asked: Callable[[Record], None] = lambda record: None,
+        audited: Callable[[Record], None] | None = None,
     ) -> None:
         self.asked = asked
         """Told of each question once it is stored and timed: its escalation, its people's notifications."""
+        self.audited = audited
+        """Told of each record asked here, for the audit trail (:meth:`.Auditing.asked`)."""
         self.settings = settings
         self.people = people
         self.store = store
@@ -180,6 +183,8 @@ class Asking:
             raise
         self.metrics.asked.inc()
         self.schedule(record.id, timeout)
+        if self.audited is not None:
+            self.audited(record)
         if (notifier := self.notifier()) is not None and not options.to:
             # A question for some people only is never sent to the targets everyone's questions go to.
             # Only the replica whose ask created the record notifies, and never for records it adopts

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from elicitation_gateway.budget import PendingBytes
+from elicitation_gateway.gateway.auditing import Auditing
 from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.notify import Notifier
 from elicitation_gateway.records import Record, Status
@@ -16,7 +17,8 @@ logger = logging.getLogger(__package__)
 
 
 class Finishing:
-    """``forget``: drops a question's timer; ``notifier``: the notifier, once there is one."""
+    """``forget``: drops a question's timer; ``notifier``: the notifier, once there is one; ``auditing``:
+    the audit trail, told of each finish made here."""
 
     def __init__(
         self,
@@ -26,7 +28,9 @@ class Finishing:
         *,
         forget: Callable[[str], None],
         notifier: Callable[[], Notifier | None],
+        auditing: Auditing | None = None,
     ) -> None:
+        self.auditing = auditing
         self.store = store
         self.metrics = metrics
         self.budget = budget
@@ -42,13 +46,18 @@ class Finishing:
         answers: list[list[str]] | None = None,
         reason: str,
         defaulted: bool = False,
+        via: str | None = None,
     ) -> Record | None:
         """The record, finished; None if it was no longer pending (someone else finished it first).
-        ``defaulted``: answered with the defaults at the timeout, not by a person (not timed)."""
+        ``defaulted``: answered with the defaults at the timeout, not by a person (not timed).
+        ``via``: the way a reply or rejection came (:data:`.auditing.ANSWERER_VIAS`), for the audit
+        trail; None: as the reason says (:func:`.auditing.event_of`)."""
         record = await self.store.finish(request_id, status, result, answers)
         if record is None:
             return None
         self.finished(record, reason, defaulted=defaulted)
+        if self.auditing is not None:
+            self.auditing.finished(record, reason, via=via, answers=answers)
         return record
 
     async def retract(self, record: Record, reason: str) -> None:
@@ -56,6 +65,8 @@ class Finishing:
         finished = await self.store.retract(record)
         if finished is not None:
             self.finished(finished, reason)
+            if self.auditing is not None:
+                self.auditing.finished(finished, reason, via="gateway", answers=None)
 
     def finished(self, record: Record, reason: str, *, defaulted: bool = False) -> None:
         """What finishing a record changes here: its charge, its timer, metrics and the log."""

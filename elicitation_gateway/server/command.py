@@ -11,7 +11,7 @@ from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores.schemes import scheme_of
 
 PROG = "elicitation-gateway"  # the console script, also when run as ``python -m elicitation_gateway``
-OTHER_COMMANDS = ("ask", "answer", "proxy", "hash-password")
+OTHER_COMMANDS = ("ask", "answer", "proxy", "hash-password", "audit")
 
 
 def main(argv: list[str]) -> int:

@@ -13,10 +13,12 @@ import secrets
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
+from functools import cached_property
 from typing import Any
 
 from elicitation_gateway import events
 from elicitation_gateway.records import Record, Status
+from elicitation_gateway.stores.audit_trail import AuditTrail, MemoryAuditTrail
 from elicitation_gateway.stores.orphans import HeldKey
 
 
@@ -54,6 +56,11 @@ class Store(ABC):
     durable = False
     """True when pending questions outlive this process in a file of its own (SQLite): a restart finds
     them, and a graceful shutdown leaves them pending."""
+
+    @cached_property
+    def audit_trail(self) -> AuditTrail:
+        """Where this store keeps the audit trail (:mod:`.audit_trail`); in this process by default."""
+        return MemoryAuditTrail()
 
     async def start(self) -> None:  # noqa: B027  (optional hook)
         """Open connections, start background work."""

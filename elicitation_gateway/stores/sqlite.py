@@ -10,6 +10,7 @@ Tables::
     records   one row per record: its JSON, status, finish time, and whether a tool waited on a
               blocking request for it (``waited_on``: nobody can collect such a one after a crash)
     events    the replay history in publication order (``seq``), capped at ``history_size``
+    audit     the audit trail, one line a row (:mod:`.audit_trail`), kept for the audit retention
 
 Reads are served from memory (a :class:`.MemoryIndex`, as the in-memory store's); every change is
 committed to the file before it is made there and its event published. Writes run inline on the
@@ -37,6 +38,7 @@ closes (a graceful stop), so a restart finds everything; a checkpoint never crea
 import asyncio
 import contextlib
 import fcntl
+import functools
 import logging
 import os
 import sqlite3
@@ -48,6 +50,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from elicitation_gateway import events, ids
 from elicitation_gateway.records import Record, Status
+from elicitation_gateway.stores.audit_trail import SQLITE_SCHEMA, AuditTrail, SqliteAuditTrail
 from elicitation_gateway.stores.base import Store, StoreUnavailable
 from elicitation_gateway.stores.fanout import LocalSubscription
 from elicitation_gateway.stores.memory import MemoryIndex
@@ -64,7 +67,8 @@ SYNCHRONOUS = ("normal", "full")
 PROBE_WRITE_EVERY = 5.0
 """Seconds a commit vouches for the file taking writes: a readiness check after that writes itself."""
 
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS records (
     id TEXT PRIMARY KEY,
     status TEXT NOT NULL,
@@ -83,6 +87,8 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE TABLE IF NOT EXISTS probe (body BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS escalations (id TEXT NOT NULL, step INTEGER NOT NULL, PRIMARY KEY (id, step));
 """
+    + SQLITE_SCHEMA
+)
 
 
 class SqliteStoreError(RuntimeError):
@@ -165,6 +171,11 @@ class SqliteStore(Store):
     def from_url(cls, url: str, **options: Any) -> "SqliteStore":
         path, synchronous = parse_url(url)
         return cls(path, synchronous=synchronous, **options)
+
+    @functools.cached_property
+    def audit_trail(self) -> AuditTrail:
+        """The audit trail, in the ``audit`` table of the same file."""
+        return SqliteAuditTrail(self._transaction, lambda: self._connection)
 
     # ---------------------------------------------------------------------------------------------
     # Life cycle

@@ -95,6 +95,8 @@ def run_command(*args: str, env: dict[str, str] | None = None) -> subprocess.Com
         ["answer", "--help"],
         ["answer", "--url", "ftp://example.com"],
         ["proxy", "--help"],
+        ["audit", "--help"],
+        ["audit", "verify", "/nonexistent/trail.jsonl"],
     ],
     ids=" ".join,
 )

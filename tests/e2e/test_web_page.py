@@ -1,6 +1,7 @@
 """The built-in page at ``/``, driven in headless Chromium against a real gateway, as a person uses it."""
 
 import asyncio
+import json
 import os
 import random
 import re
@@ -410,6 +411,9 @@ async def test_decline_and_dismiss_reach_the_tool(server, open_page):
         assert (await dismissed).json() == {"action": "cancel"}
         await expect(tab.card()).to_have_count(0)
         await expect(tab.page.locator("#empty")).to_be_visible()
+        # The page says it is the page: the audit trail records the way both came.
+        trail = [json.loads(line) for line in (await client.get("/audit")).content.splitlines()]
+        assert [entry["via"] for entry in trail if entry["event"] == "rejected"][-2:] == ["page", "page"]
 
 
 async def test_a_plain_confirmation_is_the_message_with_yes_and_no(server, open_page):

@@ -8,7 +8,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from elicitation_gateway.audit import EVENTS, GENESIS, VIAS, _digest, next_entry, verify
+from elicitation_gateway.audit import (
+    EVENTS,
+    GENESIS,
+    VIAS,
+    _digest,
+    next_entry,
+    parse_line,
+    parse_since,
+    rfc3339,
+    verify,
+)
+from elicitation_gateway.gateway.auditing import event_of
+from elicitation_gateway.settings import Settings
 
 MOMENT = datetime(2026, 12, 6, 9, 30, 15, 123456, tzinfo=UTC)
 
@@ -129,3 +141,68 @@ def test_a_trail_cut_by_retention_verifies_from_where_it_starts():
     lines = trail([("asked", "tool", None, None)] * 5)
     assert verify(lines[2:]).ok
     assert verify([]).ok
+
+
+@given(st.datetimes(timezones=st.timezones()))
+def test_since_is_written_as_entries_write_at(moment):
+    written = parse_since(moment.isoformat())
+    assert written == rfc3339(moment)
+    entry = next_entry(None, event="asked", question="que_1", via="tool", at=moment)
+    assert entry.at == written  # the same moment compares equal as text
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [("yesterday", "not an RFC 3339 time"), ("2026-12-06T05:00:00", "no time zone"), ("", "not an RFC")],
+)
+def test_a_since_that_is_no_time_says_what_it_expects(text, says):
+    with pytest.raises(ValueError, match=says):
+        parse_since(text)
+
+
+def test_a_date_alone_is_its_midnight_utc():
+    assert parse_since("2026-12-06") == "2026-12-06T00:00:00.000Z"
+
+
+@given(st.lists(st.sampled_from(EVENTS), min_size=1, max_size=5))
+def test_a_line_read_back_is_the_entry(kinds):
+    previous = None
+    for kind in kinds:
+        previous = next_entry(previous, event=kind, question="que_1", via="page", who="ann", answers=[["ä"]])
+        assert parse_line(previous.line()) == previous
+
+
+def test_a_line_that_is_no_entry_is_refused():
+    with pytest.raises(ValueError, match="not an audit entry"):
+        parse_line(b'{"seq": 1}')
+
+
+@pytest.mark.parametrize(
+    ("reason", "event", "via"),
+    [
+        ("answered", "replied", "api"),
+        ("answered no", "replied", "api"),
+        ("rejected", "rejected", "api"),
+        ("timed out", "expired", "gateway"),
+        ("timed out, defaults", "expired", "gateway"),
+        ("withdrawn", "withdrawn", "tool"),
+        ("nobody came back for it", "withdrawn", "tool"),
+        ("its tool's replica is gone", "withdrawn", "tool"),
+        ("shutdown", "withdrawn", "gateway"),
+        ("its ask failed", "withdrawn", "gateway"),
+    ],
+)
+def test_each_finish_is_an_audit_event(reason, event, via):
+    assert event_of(reason) == (event, via)
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"), [("30d", 30 * 86400), ("3600", 3600), (0, 0), ("1.5d", 129600)]
+)
+def test_the_retention_is_seconds_or_days(value, seconds):
+    assert Settings(audit_retention=value).audit_retention == seconds
+
+
+def test_a_retention_that_is_neither_is_refused():
+    with pytest.raises(ValueError, match="audit_retention"):
+        Settings(audit_retention="soon")

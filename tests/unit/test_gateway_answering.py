@@ -32,7 +32,7 @@ class Parts:
             self.store, finish=self.finish, expire_now=self.expire_now, owed_first=self.owed_first
         )
 
-    async def finish(self, request_id, status, result, *, reason, answers=None):
+    async def finish(self, request_id, status, result, *, reason, answers=None, via=None):
         self.done.append(f"{request_id} {status} ({reason})")
         return await self.store.finish(request_id, status, result, answers)
 
@@ -83,3 +83,14 @@ async def test_a_rejection_declines_or_cancels():
     with pytest.raises(NotFound) as missing:
         await parts.answering.pending_record("que_none")
     assert missing.value.status is None
+
+
+async def test_a_way_to_answer_that_is_none_is_refused_before_anything_is_finished():
+    parts = Parts()
+    await parts.store.add(record_of("que_1"))
+    with pytest.raises(ValueError, match="not a way to answer"):
+        await parts.answering.reply("que_1", [["12"]], via="carrier pigeon")
+    with pytest.raises(ValueError, match="not a way to answer"):
+        await parts.answering.reject("que_1", via="")
+    assert (await parts.store.get("que_1")).pending
+    assert (await parts.answering.reply("que_1", [["12"]], via="link")).status == "answered"

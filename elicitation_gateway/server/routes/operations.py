@@ -430,6 +430,38 @@ def metrics(ref: Ref) -> dict[str, Any]:
     }
 
 
+def audit(ref: Ref) -> dict[str, Any]:
+    return {
+        "get": {
+            "operationId": "audit",
+            "summary": "The audit trail, hash-chained, as JSON Lines (docs/teams.md#the-audit-trail).",
+            "parameters": [
+                {
+                    "name": "since",
+                    "in": "query",
+                    "description": "Entries at or after this RFC 3339 time (or date).",
+                    "schema": {"type": "string"},
+                },
+                {
+                    "name": "question",
+                    "in": "query",
+                    "description": "Entries of this question only.",
+                    "schema": {"type": "string"},
+                },
+            ],
+            "responses": {
+                "200": {
+                    "description": "One entry a line: seq, at, event, question, who, via, answers, prev, "
+                    "hash.",
+                    "content": {"application/jsonl": {"schema": {"type": "string"}}},
+                },
+                "400": json_body(ref(ErrorBody), "A since that is no RFC 3339 time."),
+                "503": _tool_errors(ref)["503"],
+            },
+        }
+    }
+
+
 def doc(ref: Ref) -> dict[str, Any]:
     return {
         "get": {

@@ -129,6 +129,19 @@ def viewer_of(request: Request) -> Viewer | None:
     return Viewer(request.scope.get("state", {}).get("person"), people.current)
 
 
+VIA_HEADER = "X-Gateway-Via"
+"""The header the gateway's own answerers send on a reply or rejection: ``page``, ``terminal``; a
+program may send ``api`` or ``opencode``. Any other value is ignored."""
+VIAS_SENT = ("page", "terminal", "opencode", "api")
+
+
+def via_of(request: Request, usual: str) -> str:
+    """The way a reply or rejection came, for the audit trail: as :data:`VIA_HEADER` says, else ``usual``
+    (the route's)."""
+    sent = request.headers.get(VIA_HEADER, "").strip().lower()
+    return sent if sent in VIAS_SENT else usual
+
+
 def parse_to(params: Any) -> tuple[str, ...]:
     """The ask's ``"to"``, beside ``message`` and ``requestedSchema``."""
     try:

@@ -21,6 +21,7 @@ from elicitation_gateway.server.routes.parsing import (
     parse_answers,
     parse_json,
     read_body,
+    via_of,
     viewer_of,
 )
 
@@ -65,7 +66,7 @@ async def reply(request: Request) -> Response:
     try:
         request_id = _request_id(request)
         answers = parse_answers(await _json_body(request, gateway), gateway.settings.max_text_length)
-        await gateway.reply(request_id, answers, viewer_of(request))
+        await gateway.reply(request_id, answers, viewer_of(request), via=via_of(request, "opencode"))
     except PayloadError as error:
         _log_refusal(request, error.message)
         return error.response()
@@ -87,7 +88,7 @@ async def reject(request: Request) -> Response:
         request_id = _request_id(request)
         body = await _json_body(request, gateway, optional=True)
         action = _reject_action(body)
-        await gateway.reject(request_id, action, viewer_of(request))
+        await gateway.reject(request_id, action, viewer_of(request), via=via_of(request, "opencode"))
     except PayloadError as error:
         return error.response()
     return JsonResponse(True)

@@ -16,7 +16,15 @@ from typing import Any
 from starlette.routing import BaseRoute, Mount, Route, compile_path
 
 from elicitation_gateway.server.mcp_endpoint import McpRoute
-from elicitation_gateway.server.routes import elicitations, health, operations, page, questions, streams
+from elicitation_gateway.server.routes import (
+    audit,
+    elicitations,
+    health,
+    operations,
+    page,
+    questions,
+    streams,
+)
 from elicitation_gateway.server.routes.operations import Operations
 from elicitation_gateway.server.security import STATE_CHANGING, BodyRule, Role
 
@@ -250,5 +258,7 @@ ROUTES = RouteTable(
         Row("/livez", ("GET",), "public", _GATEWAY, health.livez, operations.livez),
         Row("/metrics", ("GET",), "public", _GATEWAY, health.metrics, operations.metrics),
         Row("/doc", ("GET",), "public", _UPSTREAM, health.doc, operations.doc),
+        # The audit trail: the tool token's, as the rest of the tool side.
+        Row("/audit", ("GET",), "tool", _GATEWAY, audit.audit, operations.audit),
     ]
 )

@@ -839,7 +839,8 @@
     let response;
     let payload = null;
     try {
-      const init = { method: "POST", headers: { Accept: "application/json" } };
+      // X-Gateway-Via: the audit trail records that the answer came from this page.
+      const init = { method: "POST", headers: { Accept: "application/json", "X-Gateway-Via": "page" } };
       if (body !== undefined) {
         init.headers["Content-Type"] = "application/json";
         init.body = JSON.stringify(body);

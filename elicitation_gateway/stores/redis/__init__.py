@@ -12,6 +12,8 @@ Keys (``prefix`` is ``gateway`` unless told otherwise)::
     {prefix}:replicas       set of the replicas that have such a set
     {prefix}:escalated:{id}:{step}  an escalation step announced, set once (``SET NX``) by the first
                             replica; it lasts until a minute after the question expires
+    {prefix}:audit          list of the audit trail's entries, oldest first (:mod:`.audit`)
+    {prefix}:audit:last     the last entry appended, which the next one follows
 
 Every change is one Lua script, one round trip, that also appends its event to the stream: ``add``
 keeps a record, ``finish`` moves one out of the pending set only if it is still there. So a record

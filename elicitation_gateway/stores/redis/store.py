@@ -5,6 +5,7 @@ and what it keeps of callers (:mod:`.callers`).
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import secrets
@@ -17,8 +18,10 @@ from redis.exceptions import ResponseError
 
 from elicitation_gateway import events
 from elicitation_gateway.records import Record, Status
+from elicitation_gateway.stores.audit_trail import AuditTrail
 from elicitation_gateway.stores.base import Store, StoreUnavailable
 from elicitation_gateway.stores.orphans import HeldKey
+from elicitation_gateway.stores.redis.audit import RedisAuditTrail
 from elicitation_gateway.stores.redis.cache import PendingCache
 from elicitation_gateway.stores.redis.callers import HeldKeys, Orphans
 from elicitation_gateway.stores.redis.codec import encode, entry
@@ -77,6 +80,11 @@ class RedisStore(Store):
         self._liveness = Liveness(
             self._connection, self._keys, self.replica_id, replica_liveness, self._held_keys.renew
         )
+
+    @functools.cached_property
+    def audit_trail(self) -> AuditTrail:
+        """The audit trail, one chain for every replica (:mod:`.audit`)."""
+        return RedisAuditTrail(self._connection, self._keys.prefix)
 
     # ---------------------------------------------------------------------------------------------
     # Life cycle

@@ -1,0 +1,146 @@
+"""Where a store keeps the audit trail (:mod:`elicitation_gateway.audit`): one hash chain per store.
+
+Each store gives its :class:`AuditTrail` (``Store.audit_trail``): the in-memory store keeps the entries
+in this process (:class:`MemoryAuditTrail`), the SQLite store in a table of its file
+(:class:`SqliteAuditTrail`), so that a restart continues the chain, and the Redis store in Redis
+(:mod:`elicitation_gateway.stores.redis.audit`), one chain for every replica.
+
+An append reads the last entry and writes the next in one atomic step, so that two appends never
+follow the same entry. ``at`` is written as :func:`.audit.rfc3339` writes it (UTC, milliseconds), so
+entries compare by time as strings.
+"""
+
+import contextlib
+import sqlite3
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from elicitation_gateway.audit import AuditEntry, next_entry, parse_line
+
+
+def selected(entries: Iterable[AuditEntry], since: str | None, question: str | None) -> list[AuditEntry]:
+    """The ``entries`` (in chain order) from the first one at or after ``since`` (as
+    :func:`.audit.parse_since` writes it) on, every one after it included, so that they still form a
+    chain although replicas' clocks differ a little; of ``question`` alone, where given."""
+    found: list[AuditEntry] = []
+    started = since is None
+    for entry in entries:
+        started = started or (since is not None and entry.at >= since)
+        if started and (question is None or entry.question == question):
+            found.append(entry)
+    return found
+
+
+class AuditTrail(ABC):
+    @abstractmethod
+    async def append(self, **fields: Any) -> AuditEntry:
+        """The entry made of ``fields`` (:func:`.audit.next_entry`'s keywords), chained after the last
+        one and kept. Raises :class:`.StoreUnavailable` when it cannot be kept (nothing is)."""
+
+    @abstractmethod
+    async def entries(self, since: str | None = None, question: str | None = None) -> list[AuditEntry]:
+        """The entries kept, in chain order: from the first at or after ``since`` on, of ``question``,
+        where given (:func:`selected`)."""
+
+    @abstractmethod
+    async def prune(self, before: str) -> int:
+        """Drop the entries older than ``before`` (an ``at``); how many went. The rest still verify:
+        the first kept one names the hash it follows."""
+
+
+MEMORY_ENTRIES = 100_000
+"""Entries the in-memory trail keeps at most (some 40 MB), the oldest dropped first, as the retention
+drops them: the rest still verifies. A trail to keep belongs in a SQLite file or Redis."""
+
+
+class MemoryAuditTrail(AuditTrail):
+    """The trail in this process's memory (the in-memory store's): gone with it, and at most
+    :data:`MEMORY_ENTRIES` long."""
+
+    def __init__(self, limit: int = MEMORY_ENTRIES) -> None:
+        self._entries: deque[AuditEntry] = deque(maxlen=limit)
+        self._last: AuditEntry | None = None
+
+    async def append(self, **fields: Any) -> AuditEntry:
+        entry = next_entry(self._last, **fields)
+        self._entries.append(entry)
+        self._last = entry
+        return entry
+
+    async def entries(self, since: str | None = None, question: str | None = None) -> list[AuditEntry]:
+        return selected(self._entries, since, question)
+
+    async def prune(self, before: str) -> int:
+        dropped = 0
+        while self._entries and self._entries[0].at < before:
+            self._entries.popleft()
+            dropped += 1
+        return dropped
+
+
+SQLITE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS audit (
+    seq INTEGER PRIMARY KEY,
+    at TEXT NOT NULL,
+    question TEXT NOT NULL,
+    line TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_question ON audit (question);
+"""
+
+
+class SqliteAuditTrail(AuditTrail):
+    """The trail in a table of the SQLite store's file. One process owns the file, so the last entry is
+    known here; each append is one committed row. ``transaction`` is the store's (its faults raise
+    :class:`.StoreUnavailable`), ``connection`` its open connection."""
+
+    def __init__(
+        self,
+        transaction: Callable[[int], contextlib.AbstractContextManager[sqlite3.Connection]],
+        connection: Callable[[], sqlite3.Connection],
+    ) -> None:
+        self._transaction = transaction
+        self._connection = connection
+        self._last: AuditEntry | None = None
+        self._loaded = False
+
+    def _load(self) -> None:
+        if not self._loaded:
+            row = self._connection().execute("SELECT line FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+            self._last = None if row is None else parse_line(row[0])
+            self._loaded = True
+
+    async def append(self, **fields: Any) -> AuditEntry:
+        self._load()
+        entry = next_entry(self._last, **fields)
+        line = entry.line().decode()
+        with self._transaction(len(line)) as db:
+            db.execute(
+                "INSERT INTO audit (seq, at, question, line) VALUES (?, ?, ?, ?)",
+                (entry.seq, entry.at, entry.question, line),
+            )
+        self._last = entry
+        return entry
+
+    async def entries(self, since: str | None = None, question: str | None = None) -> list[AuditEntry]:
+        return list(self._rows(since, question))
+
+    def _rows(self, since: str | None, question: str | None) -> Iterator[AuditEntry]:
+        query, parameters = "SELECT line FROM audit WHERE 1", []
+        if since is not None:  # from the first at or after it on (:func:`selected`)
+            query += " AND seq >= (SELECT min(seq) FROM audit WHERE at >= ?)"
+            parameters.append(since)
+        if question is not None:
+            query += " AND question = ?"
+            parameters.append(question)
+        for (line,) in self._connection().execute(query + " ORDER BY seq", parameters):
+            yield parse_line(line)
+
+    async def prune(self, before: str) -> int:
+        self._load()
+        with self._transaction(0) as db:
+            # Never the last entry: the next append follows it, and a restart reads it.
+            last = self._last.seq if self._last is not None else 0
+            return db.execute("DELETE FROM audit WHERE at < ? AND seq < ?", (before, last)).rowcount

@@ -1,0 +1,82 @@
+"""The audit trail in Redis: one chain for every replica.
+
+``{prefix}:audit`` is the list of entries (one JSON line each, oldest first) and ``{prefix}:audit:last``
+the last entry appended. An entry's hash covers the previous one's, which a Lua script cannot compute
+(Redis has no SHA-256 for scripts), so an append is an optimistic transaction: ``WATCH`` the last
+entry, read it, make the next one here, then ``MULTI``/``EXEC`` writes it as the new last and pushes it
+on the list. If another replica appended meanwhile, ``EXEC`` does nothing and the append starts again
+from the new last entry: two replicas never chain to the same one.
+
+Retention drops entries from the head, in a script (so that two replicas pruning at once never drop
+one too many), compared by ``at``; the last entry stays in ``{prefix}:audit:last`` for the next
+append to follow.
+"""
+
+import logging
+from typing import Any
+
+from redis.exceptions import WatchError
+
+from elicitation_gateway.audit import AuditEntry, next_entry, parse_line
+from elicitation_gateway.stores.audit_trail import AuditTrail, selected
+from elicitation_gateway.stores.base import StoreUnavailable
+from elicitation_gateway.stores.redis.connection import Connection, reachable
+
+logger = logging.getLogger(__name__)
+
+RETRIES = 100
+"""Appends started again after another replica's before giving up (each costs a round trip or two)."""
+PRUNE = """
+local dropped = 0
+while dropped < tonumber(ARGV[2]) do
+    local head = redis.call('LINDEX', KEYS[1], 0)
+    if not head then break end
+    if cjson.decode(head)['at'] >= ARGV[1] then break end
+    redis.call('LPOP', KEYS[1])
+    dropped = dropped + 1
+end
+return dropped
+"""
+PRUNE_AT_ONCE = 10_000
+"""Entries one run of the pruning script drops at most: Redis runs nothing else meanwhile."""
+
+
+class RedisAuditTrail(AuditTrail):
+    def __init__(self, connection: Connection, prefix: str) -> None:
+        self._connection = connection
+        self.key = f"{prefix}:audit"
+        self.last_key = f"{prefix}:audit:last"
+
+    async def append(self, **fields: Any) -> AuditEntry:
+        with reachable():
+            async with self._connection.client.pipeline(transaction=True) as pipe:
+                for _ in range(RETRIES):
+                    try:
+                        await pipe.watch(self.last_key)
+                        raw = await pipe.get(self.last_key)
+                        entry = next_entry(None if raw is None else parse_line(raw), **fields)
+                        line = entry.line().decode()
+                        pipe.multi()
+                        pipe.set(self.last_key, line)
+                        pipe.rpush(self.key, line)
+                        await pipe.execute()
+                        return entry
+                    except WatchError:
+                        await pipe.reset()
+                        continue
+        raise StoreUnavailable(f"the audit trail could not be appended to after {RETRIES} tries")
+
+    async def entries(self, since: str | None = None, question: str | None = None) -> list[AuditEntry]:
+        with reachable():
+            lines = await self._connection.client.lrange(self.key, 0, -1)  # one consistent reading
+        return selected(map(parse_line, lines), since, question)
+
+    async def prune(self, before: str) -> int:
+        dropped = 0
+        with reachable():
+            client = self._connection.client
+            while True:
+                count = int(await client.eval(PRUNE, 1, self.key, before, PRUNE_AT_ONCE))
+                dropped += count
+                if count < PRUNE_AT_ONCE:
+                    return dropped

@@ -1,0 +1,165 @@
+"""The audit trail each store keeps (memory, a SQLite file, a real Redis): one chain that verifies, the
+filters, the retention (old entries dropped, the rest still verifying, the next entry following the
+last), a SQLite file reopened continuing its chain, and two Redis stores (two replicas) appending at
+once making one chain."""
+
+import asyncio
+import itertools
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from elicitation_gateway.audit import parse_since, rfc3339, verify
+from elicitation_gateway.stores.audit_trail import MemoryAuditTrail
+from elicitation_gateway.stores.memory import MemoryStore
+from elicitation_gateway.stores.redis import RedisStore
+from elicitation_gateway.stores.sqlite import SqliteStore
+
+pytest_plugins = ["tests.redis_server"]
+
+_prefixes = itertools.count()
+KINDS = ("memory", "sqlite", "redis")
+
+
+async def opened(kind: str, request, prefix: str | None = None):
+    if kind == "memory":
+        store = MemoryStore()
+    elif kind == "sqlite":
+        store = SqliteStore(request.getfixturevalue("tmp_path") / "audit.db")
+    else:
+        prefix = prefix or f"audit{next(_prefixes)}"
+        store = RedisStore(request.getfixturevalue("redis_url"), prefix=prefix)
+    await store.start()
+    return store
+
+
+def lines(entries) -> list[bytes]:
+    return [entry.line() for entry in entries]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_entries_chain_and_filter(kind, request):
+    store = await opened(kind, request)
+    try:
+        trail = store.audit_trail
+        long_ago = datetime.now(UTC) - timedelta(days=3)
+        await trail.append(event="asked", question="que_1", via="tool", at=long_ago)
+        await trail.append(event="asked", question="que_2", via="tool")
+        await trail.append(event="replied", question="que_1", via="page", who="alice", answers=[["yes"]])
+        everything = await trail.entries()
+        assert [(e.seq, e.event, e.question) for e in everything] == [
+            (1, "asked", "que_1"),
+            (2, "asked", "que_2"),
+            (3, "replied", "que_1"),
+        ]
+        assert everything[2].who == "alice"
+        assert everything[2].answers == [["yes"]]
+        verdict = verify(lines(everything))
+        assert verdict.ok
+        assert verdict.entries == 3
+        assert [e.seq for e in await trail.entries(question="que_1")] == [1, 3]
+        recent = await trail.entries(since=parse_since(rfc3339(datetime.now(UTC) - timedelta(days=1))))
+        assert [e.seq for e in recent] == [2, 3]
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_retention_drops_old_entries_and_the_rest_verifies(kind, request):
+    store = await opened(kind, request)
+    try:
+        trail = store.audit_trail
+        old = datetime.now(UTC) - timedelta(days=40)
+        for number in range(5):
+            await trail.append(event="asked", question=f"que_old{number}", via="tool", at=old)
+        await trail.append(event="asked", question="que_new", via="tool")
+        dropped = await trail.prune(rfc3339(datetime.now(UTC) - timedelta(days=30)))
+        assert dropped == 5
+        kept = await trail.entries()
+        assert [e.question for e in kept] == ["que_new"]
+        await trail.append(event="expired", question="que_new", via="gateway")
+        kept = await trail.entries()
+        verdict = verify(lines(kept))
+        assert verdict.ok, verdict.problem
+        assert [e.seq for e in kept] == [6, 7]
+        # Everything past the retention: the next entry still follows the last one.
+        await trail.prune(rfc3339(datetime.now(UTC) + timedelta(days=1)))
+        last = await trail.append(event="asked", question="que_later", via="tool")
+        assert last.seq == 8
+        assert last.prev == kept[-1].hash
+    finally:
+        await store.close()
+
+
+async def test_a_sqlite_file_reopened_continues_its_chain(tmp_path):
+    path = tmp_path / "gateway.db"
+    store = SqliteStore(path)
+    await store.start()
+    await store.audit_trail.append(event="asked", question="que_1", via="tool")
+    await store.audit_trail.append(event="rejected", question="que_1", via="terminal", who="bob")
+    await store.close()
+    store = SqliteStore(path)
+    await store.start()
+    try:
+        entry = await store.audit_trail.append(event="asked", question="que_2", via="tool")
+        assert entry.seq == 3
+        everything = await store.audit_trail.entries()
+        assert [e.seq for e in everything] == [1, 2, 3]
+        assert verify(lines(everything)).ok
+    finally:
+        await store.close()
+
+
+async def test_two_redis_replicas_appending_at_once_make_one_chain(redis_url):
+    prefix = f"replicas{next(_prefixes)}"
+    first, second = RedisStore(redis_url, prefix=prefix), RedisStore(redis_url, prefix=prefix)
+    await first.start()
+    await second.start()
+    try:
+
+        async def appends(store, name: str) -> None:
+            for number in range(100):
+                await store.audit_trail.append(event="asked", question=f"que_{name}{number}", via="tool")
+
+        # Several appends in flight on each replica at once, interleaved across both.
+        await asyncio.gather(
+            *(appends(store, f"{id(store)}x{k}") for store in (first, second) for k in range(4))
+        )
+        everything = await second.audit_trail.entries()
+        assert len(everything) == 800
+        assert [e.seq for e in everything] == list(range(1, 801))
+        verdict = verify(lines(everything))
+        assert verdict.ok, verdict.problem
+        assert len({e.question for e in everything}) == 800
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_the_memory_trail_keeps_its_latest_entries_and_they_verify():
+    trail = MemoryAuditTrail(limit=3)
+    for number in range(5):
+        await trail.append(event="asked", question=f"que_{number}", via="tool")
+    kept = await trail.entries()
+    assert [e.seq for e in kept] == [3, 4, 5]
+    assert verify(lines(kept)).ok
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_since_gives_every_entry_from_the_first_at_or_after_it(kind, request):
+    """Replicas' clocks differ a little: an entry may follow one a few milliseconds later than it. A
+    reading from ``since`` is still a chain, from its first entry at or after ``since`` on."""
+    store = await opened(kind, request)
+    try:
+        trail = store.audit_trail
+        now = datetime.now(UTC)
+        for offset in (0, 10, 9, 11):  # the third entry's clock ran behind
+            at = now + timedelta(milliseconds=offset)
+            await trail.append(event="asked", question="que_1", via="tool", at=at)
+        since = rfc3339(now + timedelta(milliseconds=10))
+        cut = await trail.entries(since=since)
+        assert [e.seq for e in cut] == [2, 3, 4]
+        assert verify(lines(cut)).ok
+        assert await trail.entries(since=rfc3339(now + timedelta(days=1))) == []
+    finally:
+        await store.close()
