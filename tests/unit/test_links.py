@@ -15,6 +15,7 @@ from elicitation_gateway import links
 from elicitation_gateway.conversion.schema import build_form
 from elicitation_gateway.links import Link, LinkError
 from elicitation_gateway.models import QuestionRequest
+from elicitation_gateway.notify import compose
 from elicitation_gateway.records import Record
 
 SECRET = b"s" * 32
@@ -255,3 +256,44 @@ def test_labels_are_made_safe_and_short():
     assert len(labels[0]) == links.LABEL_LENGTH
     assert labels[0].endswith("…")
     assert "\u202e" not in labels[1]
+
+
+# ---------------------------------------------------------------------------------------------------
+# In a notification composed for one person
+
+
+def _urls(body: str) -> list[str]:
+    return [line.rsplit(": ", 1)[1] for line in body.splitlines() if ": https://" in line]
+
+
+def test_a_person_notification_carries_one_link_a_choice_then_the_page():
+    record = record_of(boolean())
+    _, body = compose(record, "https://gw.example", person="alice", link_secret=SECRET)
+    lines = body.splitlines()
+    assert [line.split(": ")[0] for line in lines[-3:]] == ["Yes", "No", "Or open it"]
+    yes, no, page = _urls(body)
+    assert page == "https://gw.example/?question=que_0001"
+    for index, url in enumerate((yes, no)):
+        token = url.removeprefix("https://gw.example/link/")
+        assert links.check(token, SECRET, NOW) == Link(
+            "que_0001", "alice", index, math.ceil(record.expires_at)
+        )
+
+
+def test_other_questions_and_the_team_channel_keep_the_page_link_alone():
+    other = record_of({"type": "object", "properties": {"why": {"type": "string"}}})
+    _, body = compose(other, "https://gw.example", person="alice", link_secret=SECRET)
+    assert _urls(body) == ["https://gw.example/?question=que_0001"]
+    assert body.splitlines()[-1] == "Answer: https://gw.example/?question=que_0001"
+    for person, secret in ((None, SECRET), ("alice", None)):
+        _, body = compose(record_of(boolean()), "https://gw.example", person=person, link_secret=secret)
+        assert _urls(body) == ["https://gw.example/?question=que_0001"]
+    assert compose(record_of(boolean()), "https://gw.example") == compose(
+        record_of(boolean()), "https://gw.example", person=None
+    )
+
+
+def test_without_a_public_url_there_is_no_link_at_all():
+    _, body = compose(record_of(boolean()), None, person="alice", link_secret=SECRET)
+    assert "link" not in body
+    assert "http" not in body
