@@ -14,6 +14,8 @@ from elicitation_gateway import links
 from elicitation_gateway.links import Link
 from tests.helpers import ask, form, pending
 
+pytest_plugins = ["tests.redis_server"]
+
 PEOPLE = """
 [people.alice]
 password = "alice-pass"
@@ -277,3 +279,24 @@ async def test_the_api_document_names_both_operations(team, anyone):
     assert paths["/link/{token}"]["post"]["operationId"] == "link.answer"
     assert paths["/link/{token}"]["get"]["security"] == []
     assert re.search("changes nothing", paths["/link/{token}"]["get"]["summary"], re.IGNORECASE)
+
+
+async def test_a_link_made_on_one_replica_answers_on_another_with_the_same_secret(
+    make_server, redis_url, tmp_path
+):
+    path = tmp_path / "people.toml"
+    path.write_text(PEOPLE)
+    first, second = (make_server(people=path, link_secret=SECRET, store=redis_url) for _ in range(2))
+    stranger = make_server(people=path, store=redis_url)  # no GATEWAY_LINK_SECRET: its own secret
+    async with httpx.AsyncClient(base_url=first.url, timeout=30) as tool:
+        waiting = ask(tool, {**YES_NO, "to": ["alice"]})
+        async with httpx.AsyncClient(base_url=first.url, auth=("alice", "alice-pass")) as alice:
+            request_id = (await pending(alice))[0]["id"]
+        token = token_of(first, request_id)
+        async with httpx.AsyncClient(base_url=stranger.url, timeout=30) as other:
+            assert (await other.post(f"/link/{token}")).status_code == 403
+        async with httpx.AsyncClient(base_url=second.url, timeout=30) as replica:
+            assert (await replica.get(f"/link/{token}")).status_code == 200
+            assert (await replica.post(f"/link/{token}")).status_code == 200
+        result = (await waiting).json()
+        assert result == {"action": "accept", "content": {"go": True}, "answeredBy": "alice"}
