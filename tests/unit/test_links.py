@@ -297,3 +297,28 @@ def test_without_a_public_url_there_is_no_link_at_all():
     _, body = compose(record_of(boolean()), None, person="alice", link_secret=SECRET)
     assert "link" not in body
     assert "http" not in body
+
+
+def test_a_gateway_that_makes_links_without_a_secret_says_they_last_only_this_process(caplog, tmp_path):
+    from elicitation_gateway.server.routes.links import link_secret
+    from elicitation_gateway.settings import Settings
+
+    people = tmp_path / "people.toml"
+    with caplog.at_level("WARNING"):
+        assert (
+            link_secret(Settings(link_secret="k" * 32, people=people, public_url="https://gw")) == b"k" * 32
+        )
+        assert link_secret(Settings(people=people)) == links.secret_of(None)  # makes no links: no warning
+        assert not caplog.records
+        assert link_secret(Settings(people=people, public_url="https://gw")) == links.secret_of(None)
+    assert "set GATEWAY_LINK_SECRET" in caplog.text
+
+
+def test_a_short_secret_is_refused_at_start():
+    from pydantic import ValidationError
+
+    from elicitation_gateway.settings import Settings
+
+    with pytest.raises(ValidationError, match="at least 32 characters"):
+        Settings(link_secret="short")
+    assert Settings(link_secret="").link_secret is None

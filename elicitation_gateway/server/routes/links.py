@@ -141,9 +141,10 @@ def _label(record: Record, link: Link) -> str:
     return labels[link.choice]
 
 
-async def _pending(request: Request, link: Link) -> tuple[Record, str]:
-    """The link's question, pending and addressed to its person, and the label of its choice. Read
-    only: a question past its expiry is shown as over, and left to its timer."""
+async def _pending(request: Request, link: Link) -> tuple[Record, str, Viewer]:
+    """The link's question, pending and addressed to its person, the label of its choice, and the
+    person as a viewer. Read only: a question past its expiry is shown as over, and left to its
+    timer."""
     people = _people(request, link)
     record = await _gateway(request).store.get(link.question)
     if record is None:
@@ -152,16 +153,17 @@ async def _pending(request: Request, link: Link) -> tuple[Record, str]:
         if record.pending:
             raise _Refused(410, "This question is over", "It expired unanswered.")
         raise _over(record)
-    if not Viewer(link.person, people).sees(record.request.to):
+    viewer = Viewer(link.person, people)
+    if not viewer.sees(record.request.to):
         raise _not_found()
-    return record, _label(record, link)
+    return record, _label(record, link), viewer
 
 
 async def show(request: Request) -> Response:
     """The question and one button; nothing changes."""
     try:
         link = _checked(request)
-        record, label = await _pending(request, link)
+        record, label, _ = await _pending(request, link)
     except _Refused as refused:
         return _refusal(refused)
     question = record.request.questions[0].question
@@ -180,8 +182,7 @@ async def answer(request: Request) -> Response:
     gateway = _gateway(request)
     try:
         link = _checked(request)
-        record, label = await _pending(request, link)
-        viewer = Viewer(link.person, _people(request, link))
+        record, label, viewer = await _pending(request, link)
         try:
             await gateway.reply(record.id, [[label]], viewer)  # VIA goes here once a reply takes one
         except NotFound as error:  # someone else finished it first
