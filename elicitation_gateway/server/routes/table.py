@@ -16,15 +16,8 @@ from typing import Any
 from starlette.routing import BaseRoute, Mount, Route, compile_path
 
 from elicitation_gateway.server.mcp_endpoint import McpRoute
-from elicitation_gateway.server.routes import (
-    elicitations,
-    health,
-    links,
-    operations,
-    page,
-    questions,
-    streams,
-)
+from elicitation_gateway.server.routes import elicitations, health, operations, page, questions, streams
+from elicitation_gateway.server.routes import links as one_tap
 from elicitation_gateway.server.routes.operations import Operations
 from elicitation_gateway.server.security import STATE_CHANGING, BodyRule, Role
 
@@ -241,8 +234,8 @@ ROUTES = RouteTable(
         Row("/static", None, "answerer", _UPSTREAM, page.files, operations.page_files, mount=True),
         # One-tap links: the signed token is the credential; a browser's POST only from the gateway's own
         # page (BrowserGuard, as for every change).
-        Row("/link/{token}", ("GET",), "public", _GATEWAY, links.show, operations.link_show),
-        Row("/link/{token}", ("POST",), "public", _GATEWAY, links.answer, operations.link_answer),
+        Row("/link/{token}", ("GET",), "public", _GATEWAY, one_tap.show, operations.link_show),
+        Row("/link/{token}", ("POST",), "public", _GATEWAY, one_tap.answer, operations.link_answer),
         # MCP over Streamable HTTP: the SDK's transport answers every method, and refuses a POST that is
         # not application/json itself.
         Row(
