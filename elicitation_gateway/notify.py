@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from elicitation_gateway import links
 from elicitation_gateway.display import safe
 from elicitation_gateway.encoding import to_utf8
 from elicitation_gateway.metrics import Metrics
@@ -47,11 +48,22 @@ def _valid_text(text: str) -> str:
     return to_utf8(text).decode("utf-8")
 
 
-def compose(record: Record, public_url: str | None, *, reminder: bool = False) -> tuple[str, str]:
+def compose(
+    record: Record,
+    public_url: str | None,
+    *,
+    reminder: bool = False,
+    person: str | None = None,
+    link_secret: bytes | None = None,
+) -> tuple[str, str]:
     """The title and body of the notification of ``record``: the message, each question's header, and
     a link that opens the question on the page. Only what the page shows anyone; no credentials.
     A ``reminder`` says how long the question has left. Tool text is made safe to show
-    (:func:`~elicitation_gateway.display.safe`): a notification may end up in a terminal too."""
+    (:func:`~elicitation_gateway.display.safe`): a notification may end up in a terminal too.
+
+    Composed for one ``person`` (with the ``link_secret``), a question with a single boolean or
+    single-choice property carries one one-tap link per choice, signed for that person
+    (:func:`.links.choices_for`), before the page's link."""
     questions = record.request.questions
     first_line = next((line for line in record.message.splitlines() if line.strip()), "")
     title = f"Question: {questions[0].header}" if questions else first_line or "Question"
@@ -64,7 +76,12 @@ def compose(record: Record, public_url: str | None, *, reminder: bool = False) -
         lines.insert(0, f"Still unanswered: {outcome} in {time_left(record.expires_at - time.time())}.")
     lines += [f"- {question.header}" for question in questions]
     if public_url:
-        lines += ["", f"Answer: {public_url}/?question={record.id}"]
+        one_tap = []
+        if person is not None and link_secret is not None:
+            one_tap = links.choices_for(record, person, public_url, link_secret)
+        lines.append("")
+        lines += [f"{label}: {url}" for label, url in one_tap]
+        lines.append(f"{'Or open it' if one_tap else 'Answer'}: {links.page_url(public_url, record.id)}")
     title = _shorten(safe(title, oneline=True), TITLE_LENGTH)
     return _valid_text(title), _valid_text(safe("\n".join(lines)))
 
@@ -295,6 +312,9 @@ class Notifier:
         took (the question's id, the target's label), for the audit trail."""
         self.settings = settings
         self.metrics = metrics
+        secret = settings.link_secret.get_secret_value() if settings.link_secret else None
+        self.link_secret = links.secret_of(secret)
+        """What one-tap links in a notification composed for one person are signed with."""
         self._reminders: dict[str, asyncio.TimerHandle] = {}
         self.targets: list[_Target] = []
         urls: list[tuple[str, str]] = []

@@ -205,6 +205,13 @@ class Settings(BaseSettings):
         description="The gateway's address as a person opens it (`https://gateway.example.com`): "
         "notifications link to the question's page there. Unset: no link.",
     )
+    link_secret: SecretStr | None = Field(
+        None,
+        description="The secret one-tap links in people's notifications are signed with (docs/teams.md), at "
+        "least 32 characters (`openssl rand -base64 32`). Every replica must have the same, or a link made "
+        "on one is refused by another. Unset: a random secret of each process, whose links stop working "
+        "when it restarts.",
+    )
     notify_timeout: float = Field(
         10,
         gt=0,
@@ -284,6 +291,16 @@ class Settings(BaseSettings):
             secret = b""
         if not text.startswith("whsec_") or not 24 <= len(secret) <= 64:
             raise ValueError("must be whsec_ and the base64 of 24 to 64 random bytes")
+        return value
+
+    @field_validator("link_secret", mode="before")
+    @classmethod
+    def _link_secret(cls, value: object) -> object:
+        if value == "" or value is None:
+            return None
+        text = value.get_secret_value() if isinstance(value, SecretStr) else str(value)
+        if len(text) < 32:
+            raise ValueError("must be at least 32 characters (openssl rand -base64 32 makes one)")
         return value
 
     @field_validator("notify", mode="before")

@@ -31,6 +31,7 @@ from elicitation_gateway.server.openapi import openapi_document
 from elicitation_gateway.server.origins import OriginPolicy
 from elicitation_gateway.server.protocol import route_of
 from elicitation_gateway.server.refusals import exception_handlers
+from elicitation_gateway.server.routes.links import link_secret
 from elicitation_gateway.server.routes.table import ROUTES
 from elicitation_gateway.server.tracing import tracing_middleware
 from elicitation_gateway.settings import Settings
@@ -151,6 +152,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     app.state.gateway = gateway
     app.state.settings = settings
     app.state.people = people
+    app.state.link_secret = link_secret(settings)
     gateway.people = people
     app.state.bridge = bridge
     app.state.mcp = mcp

@@ -118,15 +118,22 @@ class ClientGone(logging.Filter):
         return logging.getLogger(record.name).isEnabledFor(logging.INFO)
 
 
+LINK_PREFIX = "/link/"
+
+
 class AccessPath(logging.Filter):
     """On uvicorn's access logger: its line names the path without the query string, which may hold
     the answerer's password (``?auth_token=``, for browsers' EventSource) and whatever credentials the
-    upstream takes in bridge mode. uvicorn writes the path with the query; the path it starts with is
-    percent-encoded, so its first ``?`` is where the query begins."""
+    upstream takes in bridge mode; nor a one-tap link's token (``/link/…``). uvicorn writes the path
+    with the query; the path it starts with is percent-encoded, so its first ``?`` is where the query
+    begins."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if (parts := access_parts(record)) is not None:
-            set_access_path(record, parts["path"].partition("?")[0])
+            path = parts["path"].partition("?")[0]
+            if path.startswith(LINK_PREFIX):  # a one-tap link's token answers a question
+                path = LINK_PREFIX + "…"
+            set_access_path(record, path)
         return True
 
 

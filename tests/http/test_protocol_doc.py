@@ -84,6 +84,8 @@ async def fill(client: httpx.AsyncClient, path: str) -> str:
 
 @pytest.mark.parametrize(("method", "path"), sorted(named_routes()), ids=lambda part: part)
 async def test_every_named_route_answers_a_well_formed_call(client, method, path):
+    if path.startswith("/link/"):
+        pytest.skip("a one-tap link needs people: tests/http/test_links.py calls it well-formed")
     written = named_routes()[(method, path)]
     url = await fill(client, written)
     request = client.build_request(method, url, **well_formed(method, written))

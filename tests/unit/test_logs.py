@@ -115,6 +115,8 @@ def test_an_access_line_has_its_parts_as_fields():
         ("/question?directory=%2Fsrv&token=secret", "/question"),
         ("/a%3Fb?c", "/a%3Fb"),  # a question mark in the path is percent-encoded: the query starts at "?"
         ("/livez", "/livez"),
+        ("/link/eyJhIjoxfQ.c2lnbmF0dXJl", "/link/…"),  # a one-tap link's token answers a question
+        ("/link/eyJhIjoxfQ.c2ln?x=1", "/link/…"),
     ],
 )
 def test_an_access_line_names_the_path_without_its_query(sent, logged):

@@ -316,6 +316,55 @@ def page(ref: Ref) -> dict[str, Any]:
     }
 
 
+_TOKEN = {"name": "token", "in": "path", "required": True, "schema": {"type": "string"}}
+_LINK_REFUSALS = {
+    "400": {
+        "description": "Not a link the gateway made.",
+        "content": {"text/html": {"schema": {"type": "string"}}},
+    },
+    "403": {
+        "description": "A signature that does not match, or a person no longer listed.",
+        "content": {"text/html": {"schema": {"type": "string"}}},
+    },
+    "404": {"description": "No such question.", "content": {"text/html": {"schema": {"type": "string"}}}},
+    "410": {
+        "description": "The link expired, or its question is over (answered, declined, withdrawn, expired).",
+        "content": {"text/html": {"schema": {"type": "string"}}},
+    },
+}
+
+
+def link_show(ref: Ref) -> dict[str, Any]:
+    return {
+        "get": {
+            "operationId": "link.show",
+            "summary": "A one-tap link's page: the question and one button. Changes nothing.",
+            "parameters": [_TOKEN],
+            "responses": {
+                "200": {"description": "HTML.", "content": {"text/html": {"schema": {"type": "string"}}}},
+                **_LINK_REFUSALS,
+            },
+        }
+    }
+
+
+def link_answer(ref: Ref) -> dict[str, Any]:
+    return {
+        "post": {
+            "operationId": "link.answer",
+            "summary": "Answer the link's question with its choice, as its person (the page's button).",
+            "parameters": [_TOKEN],
+            "responses": {
+                "200": {
+                    "description": "Answered (HTML).",
+                    "content": {"text/html": {"schema": {"type": "string"}}},
+                },
+                **_LINK_REFUSALS,
+            },
+        }
+    }
+
+
 def static_files() -> dict[str, str]:
     """What ``/static`` serves: each file with the media type Starlette gives it (by ``mimetypes``)."""
     files = (path for path in STATIC_DIRECTORY.iterdir() if path.is_file())

@@ -25,6 +25,7 @@ from elicitation_gateway.server.routes import (
     questions,
     streams,
 )
+from elicitation_gateway.server.routes import links as one_tap
 from elicitation_gateway.server.routes.operations import Operations
 from elicitation_gateway.server.security import STATE_CHANGING, BodyRule, Role
 
@@ -239,6 +240,10 @@ ROUTES = RouteTable(
         # The web page.
         Row("/", ("GET",), "answerer", _UPSTREAM, page.index, operations.page),
         Row("/static", None, "answerer", _UPSTREAM, page.files, operations.page_files, mount=True),
+        # One-tap links: the signed token is the credential; a browser's POST only from the gateway's own
+        # page (BrowserGuard, as for every change).
+        Row("/link/{token}", ("GET",), "public", _GATEWAY, one_tap.show, operations.link_show),
+        Row("/link/{token}", ("POST",), "public", _GATEWAY, one_tap.answer, operations.link_answer),
         # MCP over Streamable HTTP: the SDK's transport answers every method, and refuses a POST that is
         # not application/json itself.
         Row(
