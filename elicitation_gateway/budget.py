@@ -35,10 +35,11 @@ from elicitation_gateway.models import _REQUEST_FIELDS
 from elicitation_gateway.records import _NEW_RECORD_FIELDS, Record
 from elicitation_gateway.sizes import BYTES_HEAD, held, names_held, utf8_length
 
-RECORD_BYTES = 1200
+RECORD_BYTES = 1600
 """What a pending question holds besides its texts, its JSON and its form, measured with tracemalloc:
 the record, its request and form (the models and their dicts), its id, its announcement (the event,
-its id and its frames' dict), its deadline, and the entries of the store's and the budget's indexes."""
+its id and its frames' dict), its deadline, the entries of the store's and the budget's indexes, and
+its escalation steps (empty or not, one more field of the record's dict)."""
 FRAME_BYTES = 180
 """What the announcement's two frames hold besides the request's JSON: their ``bytes`` headers, the
 ``data:`` lines, the event's id and type, and ``/global/event``'s wrapping."""

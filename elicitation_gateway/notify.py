@@ -152,9 +152,16 @@ class _Target:
         metrics: Metrics,
         still_pending: Callable[[str], Awaitable[bool]],
         sent: Callable[[str, str], None] | None = None,
+        *,
+        person: str | None = None,
+        link_secret: bytes | None = None,
     ) -> None:
+        """A ``person``'s target (with the ``link_secret``) composes each notification for them: one
+        one-tap link per choice where the question allows."""
         self.label = label
         self._sent = sent
+        self._person = person
+        self._link_secret = link_secret
         self._url = url
         self._pool = pool
         self._settings = settings
@@ -217,7 +224,13 @@ class _Target:
     async def _deliver(self, notification: _Notification) -> str:
         """Each attempt, then the backoff before the next: the outcome."""
         record = notification.record
-        title, body = compose(record, self._settings.public_url, reminder=notification.reminder)
+        title, body = compose(
+            record,
+            self._settings.public_url,
+            reminder=notification.reminder,
+            person=self._person,
+            link_secret=self._link_secret,
+        )
         attempts = self._settings.notify_retries + 1
         problem = ""
         for attempt in range(attempts):

@@ -11,6 +11,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 
+from elicitation_gateway import links
 from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.notify import _Notification, _Target
 from elicitation_gateway.notify_workers import Pool
@@ -26,7 +27,8 @@ at a time, so as many targets as this send at once; a target stuck until its dea
 
 
 class PeopleNotifier:
-    """``still_pending`` says whether a question is still unanswered, checked before every attempt."""
+    """``still_pending`` says whether a question is still unanswered, checked before every attempt;
+    ``sent`` is told of each notification a target took (the question's id, the target's label)."""
 
     def __init__(
         self,
@@ -35,8 +37,13 @@ class PeopleNotifier:
         still_pending: Callable[[str], Awaitable[bool]],
         *,
         worker_imports: tuple[str, ...] = (),
+        sent: Callable[[str, str], None] | None = None,
     ) -> None:
         self.settings = settings
+        self.sent = sent
+        secret = settings.link_secret.get_secret_value() if settings.link_secret else None
+        self.link_secret = links.secret_of(secret)
+        """What the one-tap links in each person's notifications are signed with."""
         self.metrics = metrics
         self.still_pending = still_pending
         self.pool = Pool(WORKERS, [], worker_imports)
@@ -52,7 +59,15 @@ class PeopleNotifier:
         target = self.targets.get((name, url))
         if target is None:
             target = _Target(
-                f"{name}:{position}", url, self.pool, self.settings, self.metrics, self.still_pending
+                f"{name}:{position}",
+                url,
+                self.pool,
+                self.settings,
+                self.metrics,
+                self.still_pending,
+                self.sent,
+                person=name,
+                link_secret=self.link_secret,
             )
             target.start()
             self.targets[name, url] = target

@@ -178,7 +178,9 @@ class Gateway:
             )
             self.notifier.start()
         if self.people is not None:
-            self.people_notifier = PeopleNotifier(self.settings, self.metrics, self._still_pending)
+            self.people_notifier = PeopleNotifier(
+                self.settings, self.metrics, self._still_pending, sent=self.auditing.notified
+            )
         self.auditing.start()
         await self.following.start()
 

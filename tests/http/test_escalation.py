@@ -6,6 +6,7 @@ in-memory store, across a restart on SQLite and across two replicas on Redis; ea
 import asyncio
 import contextlib
 import json
+import re
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -372,3 +373,45 @@ async def test_the_steps_of_everyones_question_only_notify(make_server, tmp_path
             await daves.no_frame(within=0.3, type="question.asked")
         assert "to" not in (await listing(http["dave"]))[request_id]
     assert inboxes.about("alice", request_id) == 1
+
+
+async def test_a_persons_notification_carries_one_tap_links_that_answer_as_them(
+    make_server, tmp_path, inboxes
+):
+    """bob's own notification of a yes/no question holds one link per choice, signed for him; the
+    tool's ``/elicit`` gets bob's choice and ``answeredBy``, and the audit trail says it came by link.
+    carol's links are her own: hers answer as carol, never as bob."""
+    yes_no = {
+        "message": "Roll back the release?",
+        "requestedSchema": {"type": "object", "properties": {"go": {"type": "boolean"}}},
+    }
+    server = make_server(**settings(tmp_path, inboxes, link_secret="a-link-secret-of-at-least-32-characters"))
+    async with logins(server) as http:
+        waiting = asyncio.create_task(
+            http["tool"].post("/elicit", json={**yes_no, "to": ["group:leads"]}, timeout=60)
+        )
+        await until(lambda: "bob" in inboxes.posts and "carol" in inboxes.posts, what="notified")
+        request_id = (await listing(http["bob"])).popitem()[0]
+
+        def links_in(person: str) -> dict[str, str]:
+            text = inboxes.posts[person][0]["message"]
+            return dict(re.findall(r"^(Yes|No): (https://gw\.test/link/\S+)$", text, re.M))
+
+        bobs, carols = links_in("bob"), links_in("carol")
+        assert set(bobs) == set(carols) == {"Yes", "No"}
+        assert not set(bobs.values()) & set(carols.values())
+        path = bobs["No"].removeprefix("https://gw.test")
+        page = await http["tool"].get(path)
+        assert page.status_code == 200
+        assert "<form" in page.text
+        assert not waiting.done()
+        answered = await http["tool"].post(path, headers={"Origin": server.url})
+        assert answered.status_code == 200, answered.text
+        result = (await waiting).json()
+        assert result["content"] == {"go": False}
+        assert result["answeredBy"] == "bob"
+        over = await http["tool"].post(carols["Yes"].removeprefix("https://gw.test"))
+        assert over.status_code == 410
+        trail = await http["tool"].get("/audit", params={"question": request_id})
+        replied = [json.loads(line) for line in trail.text.splitlines() if '"replied"' in line]
+        assert [(entry["who"], entry["via"]) for entry in replied] == [("bob", "link")]

@@ -97,6 +97,7 @@ async def held_and_charged(
                 event.frame()
                 event.global_frame(settings.directory)
             gateway.unsubscribe(answerer)
+            await gateway.auditing.flush()  # entries waiting for the store are not the questions'
             gc.collect()
             held = tracemalloc.get_traced_memory()[0] - before
         finally:

@@ -184,7 +184,7 @@ async def answer(request: Request) -> Response:
         link = _checked(request)
         record, label, viewer = await _pending(request, link)
         try:
-            await gateway.reply(record.id, [[label]], viewer)  # VIA goes here once a reply takes one
+            await gateway.reply(record.id, [[label]], viewer, via=VIA)
         except NotFound as error:  # someone else finished it first
             if error.status is None:
                 raise _not_found() from None
