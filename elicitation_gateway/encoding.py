@@ -148,8 +148,13 @@ def dumps(value: Any) -> str:
 def sse_frame(data: str, event_id: str | None = None) -> bytes:
     """One Server-Sent Events frame: an ``id:`` line when given, ``data:`` lines (a line break in
     ``data`` starts another ``data:`` line, so no text can end the frame or forge a field)."""
-    head = "" if event_id is None else "id: " + _LINE_BREAK.sub("", event_id) + "\n"
-    lines = "".join("data: " + line + "\n" for line in _LINE_BREAK.split(data))
+    if event_id is not None and ("\n" in event_id or "\r" in event_id):
+        event_id = _LINE_BREAK.sub("", event_id)
+    head = "" if event_id is None else "id: " + event_id + "\n"
+    if "\n" in data or "\r" in data:
+        lines = "".join("data: " + line + "\n" for line in _LINE_BREAK.split(data))
+    else:  # compact JSON, as every event's data is, holds no line break: one data: line
+        lines = "data: " + data + "\n"
     return to_utf8(head + lines + "\n")
 
 
