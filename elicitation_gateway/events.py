@@ -18,6 +18,8 @@ REJECTED = "question.rejected"
 
 
 to_json = dumps
+_TYPE_JSON = {kind: dumps(kind) for kind in (CONNECTED, HEARTBEAT, ASKED, REPLIED, REJECTED)}
+"""Each type's JSON, encoded once for all its events' frames."""
 
 
 class Event:
@@ -88,7 +90,7 @@ class Event:
         return self._properties_json
 
     def _payload_json(self) -> str:
-        head = '{"id":' + to_json(self.id) + ',"type":' + to_json(self.type)
+        head = '{"id":' + to_json(self.id) + ',"type":' + (_TYPE_JSON.get(self.type) or to_json(self.type))
         return head + ',"properties":' + self.properties_json() + "}"
 
     def _frame(self, key: str | None, data: Callable[[], str]) -> bytes:

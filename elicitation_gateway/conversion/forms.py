@@ -132,6 +132,10 @@ class Limits:
     allow_sensitive: bool = False
 
 
+_KEY = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+"""Made once: ``json.dumps`` with options makes an encoder for every call, here for every ask."""
+
+
 class FormCache:
     def __init__(self, limits: Limits, max_bytes: int) -> None:
         self.limits = limits
@@ -147,7 +151,7 @@ class FormCache:
         if isinstance(schema, Questions):
             return schema.key()
         try:
-            return json.dumps(schema, separators=(",", ":"), allow_nan=False)
+            return _KEY.encode(schema)
         except (TypeError, ValueError):
             return None
 

@@ -36,6 +36,7 @@ class Finishing:
         self.budget = budget
         self.forget = forget
         self.notifier = notifier
+        self._outcomes: dict[str, Any] = {}  # status -> its child of metrics.finished, once it has one
 
     async def finish(
         self,
@@ -76,7 +77,9 @@ class Finishing:
         if (notifier := self.notifier()) is not None:
             notifier.forget(request_id)
         duration = (record.finished_at or record.created_at) - record.created_at
-        self.metrics.finished.labels(status).inc()
+        if (outcome := self._outcomes.get(status)) is None:  # the counter's child, looked up once
+            outcome = self._outcomes[status] = self.metrics.finished.labels(status)
+        outcome.inc()
         if status == "answered" and not defaulted:
             self.metrics.time_to_answer.observe(duration)
         logger.info(

@@ -26,6 +26,7 @@ from elicitation_gateway.server.mcp_endpoint import McpEndpoint
 from elicitation_gateway.server.middleware.access_control import AccessControl
 from elicitation_gateway.server.middleware.browser_guard import BrowserGuard
 from elicitation_gateway.server.middleware.cors import Cors
+from elicitation_gateway.server.middleware.first_routes import FirstRoutes
 from elicitation_gateway.server.middleware.url_text import UrlTextCheck
 from elicitation_gateway.server.openapi import openapi_document
 from elicitation_gateway.server.origins import OriginPolicy
@@ -138,16 +139,21 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
                 if webhooks is not None:  # after the shutdown, whose question.rejected events go too
                     await webhooks.stop(grace=WEBHOOK_GRACE)
 
+    handlers = {
+        HTTPException: _http_error,
+        **exception_handlers(ROUTES.role_of),  # the gateway's refusals (StoreUnavailable: 503)
+        ClientDisconnect: _client_gone,
+        Exception: _server_error,
+    }
     app = Starlette(
         routes=ROUTES.routes(bridge.handlers if bridge else None),
         middleware=middleware,
         lifespan=lifespan,
-        exception_handlers={
-            HTTPException: _http_error,
-            **exception_handlers(ROUTES.role_of),  # the gateway's refusals (StoreUnavailable: 503)
-            ClientDisconnect: _client_gone,
-            Exception: _server_error,
-        },
+        exception_handlers=handlers,
+    )
+    # Innermost: a round trip's requests go to their endpoints from here, past the router.
+    app.user_middleware.append(
+        Middleware(FirstRoutes, routes=app.routes, router=app.router, exception_handlers=handlers)
     )
     app.state.gateway = gateway
     app.state.settings = settings

@@ -6,6 +6,8 @@
 - :mod:`.cors`: what pages on other origins may read, and ``Vary: Origin`` on every response;
 - :mod:`.access_control`: the tool token, the answerer's password, JSON bodies only (``401``, ``415``);
 - :mod:`.url_text`: a path or query that is not UTF-8 once percent-decoded (``400``).
+- :mod:`.first_routes`: a round trip's two requests (``POST /elicit``, its reply) to their endpoints,
+  past Starlette's exception middleware and router (their exception handlers applied here).
 
 :mod:`.access_timing` wraps the whole app while JSON access lines are written (``server/runner.py``).
 

@@ -140,23 +140,35 @@ def _form_params(params: Any) -> tuple[str, dict[str, Any]]:
 
 
 async def _until_disconnect(request: Request, work: Awaitable[T]) -> T | None:
-    """Run ``work`` unless the client disconnects first (then None)."""
+    """Run ``work`` in the request's own task unless the client disconnects first (then None).
+
+    One task watches for the disconnect and cancels the request's, which ``work`` sees as its
+    cancellation: a task of its own for ``work`` and ``asyncio.wait`` on both would cost a task, a
+    future and their callbacks more for every held request."""
+    current = asyncio.current_task()
+    assert current is not None
+    gone = False
 
     async def disconnected() -> None:
+        nonlocal gone
         while (await request.receive())["type"] != "http.disconnect":
             pass
+        gone = True
+        current.cancel()
 
-    task = asyncio.ensure_future(work)
     watcher = asyncio.ensure_future(disconnected())
     try:
-        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        result = await work
+    except asyncio.CancelledError:
+        if gone and current.uncancel() == 0:  # cancelled by the watcher alone: the client left
+            return None
+        raise
     finally:
         watcher.cancel()
-        if not task.done():
-            task.cancel()
-    if task.done() and not task.cancelled():
-        return task.result()
-    return None
+    if gone:  # the client left as ``work`` ended, and ``work`` did not let the cancellation through
+        current.uncancel()
+        return None
+    return result
 
 
 def _status_body(record: Record) -> ElicitationStatus:
