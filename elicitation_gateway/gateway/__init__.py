@@ -3,15 +3,16 @@
 Routes call :class:`Gateway`, a facade over the parts of this package: asking (:mod:`.asking`),
 answering (:mod:`.answering`), admission and the budget (:mod:`.admission`), waiting for results
 (:mod:`.waiting`), re-attaching callers who went away (:mod:`.reattach`), finishes owed during store
-outages (:mod:`.owed`), expiry (:mod:`.expiry`), finishing (:mod:`.finishing`) and following a shared
-or durable store (:mod:`.following`); their refusals are in :mod:`.errors`. It calls the pure conversion
-(:mod:`elicitation_gateway.conversion`) and the :class:`~elicitation_gateway.stores.base.Store`.
-Nothing here knows HTTP.
+outages (:mod:`.owed`), expiry (:mod:`.expiry`), finishing (:mod:`.finishing`), following a shared
+or durable store (:mod:`.following`), escalation steps (:mod:`.escalating`), people's own
+notifications (:mod:`.reaching`) and the audit trail (:mod:`.auditing`); their refusals are in
+:mod:`.errors`. It calls the pure conversion (:mod:`elicitation_gateway.conversion`) and the
+:class:`~elicitation_gateway.stores.base.Store`. Nothing here knows HTTP.
 """
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine
 from typing import Any
 
 from elicitation_gateway.gateway.admission import Admission
@@ -38,12 +39,12 @@ from elicitation_gateway.gateway.expiry import ACCEPT, CANCEL, Expiry
 from elicitation_gateway.gateway.finishing import Finishing
 from elicitation_gateway.gateway.following import Following
 from elicitation_gateway.gateway.owed import STORE_RETRY, Owed
+from elicitation_gateway.gateway.reaching import Reaching, pending_check
 from elicitation_gateway.gateway.reattach import Caller, Reattach
 from elicitation_gateway.gateway.waiting import Heartbeat, Waiting, WaitStatus
 from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.notify import Notifier
-from elicitation_gateway.notify_people import PeopleNotifier
-from elicitation_gateway.people import People, PeopleFile, UnknownRecipient
+from elicitation_gateway.people import People, PeopleFile
 from elicitation_gateway.records import Record
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores import make_store
@@ -83,6 +84,7 @@ class Gateway:
         self.default_session_id = settings.session_id
         """``sessionID`` of questions whose tool names none; the OpenCode bridge sets a real session's."""
         self.metrics = Metrics()
+        self._still_pending = pending_check(store)
         self.notifier: Notifier | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
@@ -93,12 +95,14 @@ class Gateway:
         self.expiry = Expiry(
             store, finish=lambda *a, **k: self.finishing.finish(*a, **k), owe=self._owe, spawn=self._spawn
         )
-        self.people_notifier: PeopleNotifier | None = None
-        self.escalating = Escalating(
-            store, people=self._people, notify=self._notify_people, spawn=self._spawn
-        )
         self.auditing = Auditing(store, self.metrics, settings.audit_retention)
         """The audit trail; ``auditing.escalated(question, who)`` records an escalation."""
+        self.escalating = Escalating(
+            store, people=self._people, notify=lambda *a: self.reaching.notify(*a), spawn=self._spawn
+        )
+        self.reaching = Reaching(
+            settings, self.metrics, self.escalating, self.auditing, self._people, self._still_pending
+        )
         self.finishing = Finishing(
             store,
             self.metrics,
@@ -126,7 +130,7 @@ class Gateway:
             closing=closing,
             default_session=default_session,
             people=self._people,
-            asked=self._asked,
+            asked=self.reaching.asked,
             audited=self.auditing.asked,
         )
         self.waiting = Waiting(
@@ -167,8 +171,10 @@ class Gateway:
         self.pending_listing, self.pending_json = answering.pending_listing, answering.pending_json
         self.pending_record, self.reply = answering.pending_record, answering.reply
         self.reject = answering.reject
+        self.healthy, self.store_problem = store.healthy, store.problem
+        """Whether the store can serve now, and why not (for ``/readyz``)."""
+        self.count_pending = store.count_pending
         self.on_escalated, self.audience_of = self.escalating.on_escalated, self.escalating.audience_of
-        self.escalating.on_escalated(self._audit_escalation)
 
     async def start(self) -> None:
         await self.store.start()
@@ -177,10 +183,7 @@ class Gateway:
                 self.settings, self.metrics, self._still_pending, sent=self.auditing.notified
             )
             self.notifier.start()
-        if self.people is not None:
-            self.people_notifier = PeopleNotifier(
-                self.settings, self.metrics, self._still_pending, sent=self.auditing.notified
-            )
+        self.reaching.start()
         self.auditing.start()
         await self.following.start()
 
@@ -199,17 +202,7 @@ class Gateway:
         except StoreUnavailable as error:  # those waiting here get cancel all the same
             logger.warning("shutdown could not list the pending questions: %s", error)
             ids_ = self.waiting.waiting()
-        unfinished: list[str] = []
-        for request_id in ids_:
-            try:
-                await self.finishing.finish(request_id, "cancelled", {"action": CANCEL}, reason="shutdown")
-                self.store.tool_done(request_id)  # now, while the store is still open
-            except StoreUnavailable as error:
-                unfinished.append(f"{request_id}: {error}")
-                self._owe(request_id, "shutdown")  # its tool gets cancel all the same
-                self.store.wake(request_id)
-        if unfinished:
-            logger.warning("shutdown could not finish %d questions (%s)", len(unfinished), unfinished[0])
+        await self.finishing.cancel_at_shutdown(ids_, self._owe)
         self.owed.stop()
         if self.owed:
             try:
@@ -218,8 +211,7 @@ class Gateway:
                 logger.warning("%d questions stay pending, their finish owed: %s", len(self.owed), error)
         if self.notifier is not None:
             await self.notifier.stop(flush=outlive)
-        if self.people_notifier is not None:
-            await self.people_notifier.stop(flush=outlive)
+        await self.reaching.stop(flush=outlive)
         await self.auditing.stop()
         await self.store.close()
         self.expiry.clear()
@@ -238,23 +230,6 @@ class Gateway:
     def mcp_streams(self) -> int:
         return self.admission.mcp_streams
 
-    async def healthy(self) -> bool:
-        return await self.store.healthy()
-
-    async def store_problem(self) -> str | None:
-        """Why the store cannot serve now (for ``/readyz``); None when it can."""
-        return await self.store.problem()
-
-    async def count_pending(self) -> int:
-        return await self.store.count_pending()
-
-    async def _still_pending(self, request_id: str) -> bool:
-        try:
-            record = await self.store.get(request_id)
-        except StoreUnavailable:
-            return True  # better told twice than not at all
-        return record is not None and record.pending
-
     async def knows(self, request_id: str) -> bool:
         """Whether this gateway asked ``request_id`` (pending, or finished and still kept)."""
         return await self.store.get(request_id) is not None
@@ -268,33 +243,10 @@ class Gateway:
     def _people(self) -> People | None:
         return None if self.people is None else self.people.current
 
-    def _audit_escalation(self, request_id: str, names: Sequence[str]) -> None:
-        """A step reached ``names``: one audit entry, ``who`` the people it reached, comma-separated."""
-        self.auditing.escalated(request_id, ",".join(names) or None)
-
     def _forget(self, request_id: str) -> None:
         """``request_id`` is finished: no timer of its own is left."""
         self.expiry.discard(request_id)
         self.escalating.discard(request_id)
-
-    def _asked(self, record: Record) -> None:
-        """A question this process asked: its escalation timed, and the people it is for notified on
-        their own URLs (everyone with URLs, for a question with no ``to``)."""
-        self.escalating.follow(record)
-        if (people := self._people()) is None or self.people_notifier is None:
-            return
-        try:
-            names = people.reached_by(record.request.to) if record.request.to else people.persons
-        except UnknownRecipient:  # the file changed since the ask was checked
-            return
-        self._notify_people(record, list(names))
-
-    def _notify_people(self, record: Record, names: Sequence[str]) -> None:
-        if (people := self._people()) is None or self.people_notifier is None:
-            return
-        self.people_notifier.notify(
-            record, [people.persons[name] for name in names if name in people.persons]
-        )
 
     def _owe(self, request_id: str, reason: str) -> None:
         self.owed.owe(request_id, reason)

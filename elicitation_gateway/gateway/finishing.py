@@ -3,7 +3,7 @@ withdrawal, its expiry, a shutdown, an ask undone): its charge, its timer, its n
 metrics and one line of the log. The store decides who finishes first; this part only follows."""
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from elicitation_gateway.budget import PendingBytes
@@ -11,7 +11,7 @@ from elicitation_gateway.gateway.auditing import Auditing
 from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.notify import Notifier
 from elicitation_gateway.records import Record, Status
-from elicitation_gateway.stores.base import Store
+from elicitation_gateway.stores.base import Store, StoreUnavailable
 
 logger = logging.getLogger(__package__)
 
@@ -90,3 +90,18 @@ class Finishing:
             duration,
             extra={"elicitation": request_id, "outcome": status, "duration": round(duration, 3)},
         )
+
+    async def cancel_at_shutdown(self, request_ids: Iterable[str], owe: Callable[[str, str], None]) -> None:
+        """Each question ``cancelled`` for a shutdown, its store told no tool waits; one the store
+        cannot take now is ``owe``d, and its waits woken: its tool gets ``cancel`` all the same."""
+        unfinished: list[str] = []
+        for request_id in request_ids:
+            try:
+                await self.finish(request_id, "cancelled", {"action": "cancel"}, reason="shutdown")
+                self.store.tool_done(request_id)  # now, while the store is still open
+            except StoreUnavailable as error:
+                unfinished.append(f"{request_id}: {error}")
+                owe(request_id, "shutdown")
+                self.store.wake(request_id)
+        if unfinished:
+            logger.warning("shutdown could not finish %d questions (%s)", len(unfinished), unfinished[0])

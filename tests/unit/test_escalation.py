@@ -19,6 +19,7 @@ from elicitation_gateway.escalation import (
     request_now,
 )
 from elicitation_gateway.models import QuestionRequest
+from elicitation_gateway.people import MAX_RECIPIENTS
 
 ASKED = 1_000_000.0
 
@@ -94,12 +95,14 @@ def test_a_records_request_says_its_audience_as_it_is_now():
 
 names = st.sampled_from(["alice", "bob", "carol", "group:leads", "group:oncall"])
 steps = st.lists(
-    st.fixed_dictionaries({"after": st.floats(0.001, 1e6), "to": st.lists(names, min_size=1)}),
+    st.fixed_dictionaries(
+        {"after": st.floats(0.001, 1e6), "to": st.lists(names, min_size=1, max_size=MAX_RECIPIENTS)}
+    ),
     max_size=MAX_STEPS,
 )
 
 
-@given(st.lists(names, min_size=1), steps, st.floats(0, 2e6), st.floats(0, 2e6))
+@given(st.lists(names, min_size=1, max_size=MAX_RECIPIENTS), steps, st.floats(0, 2e6), st.floats(0, 2e6))
 def test_the_audience_only_grows_holds_the_to_and_each_name_once(to, raw, earlier, later):
     parsed = parsed_escalate(raw)
     earlier, later = sorted((earlier, later))
