@@ -55,9 +55,10 @@ async def test_audit_needs_the_tool_token(make_server):
 async def test_each_way_an_answer_came_is_recorded_and_counted(make_server):
     server = make_server()
     async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
-        page, terminal, opencode, api, withdrawn = [await ask(client) for _ in range(5)]
+        page, terminal, opencode, api, withdrawn, webhook = [await ask(client) for _ in range(6)]
         answer = {"answers": [["v1"]]}
-        for question, header in ((page, "page"), (terminal, "terminal"), (opencode, None)):
+        ways = ((page, "page"), (terminal, "terminal"), (opencode, None), (webhook, "webhook"))
+        for question, header in ways:
             headers = {"X-Gateway-Via": header} if header else {}
             response = await client.post(f"/question/{question}/reply", json=answer, headers=headers)
             assert response.status_code == 200, response.text
@@ -72,6 +73,7 @@ async def test_each_way_an_answer_came_is_recorded_and_counted(make_server):
         assert of(entries, terminal) == [("asked", "tool"), ("replied", "terminal")]
         assert of(entries, opencode) == [("asked", "tool"), ("replied", "opencode")]
         assert of(entries, api) == [("asked", "tool"), ("rejected", "api")]
+        assert of(entries, webhook) == [("asked", "tool"), ("replied", "webhook")]
         assert of(entries, withdrawn) == [("asked", "tool"), ("withdrawn", "tool")]
         replied = next(e for e in entries if e["question"] == page and e["event"] == "replied")
         assert replied["answers"] == [["v1"]]
@@ -86,6 +88,7 @@ async def test_each_way_an_answer_came_is_recorded_and_counted(make_server):
             'gateway_answers_total{action="accept",via="terminal"} 1.0',
             'gateway_answers_total{action="accept",via="opencode"} 1.0',
             'gateway_answers_total{action="decline",via="api"} 1.0',
+            'gateway_answers_total{action="accept",via="webhook"} 1.0',
         ):
             assert line in metrics
 

@@ -131,8 +131,9 @@ def viewer_of(request: Request) -> Viewer | None:
 
 VIA_HEADER = "X-Gateway-Via"
 """The header the gateway's own answerers send on a reply or rejection: ``page``, ``terminal``; a
-program may send ``api`` or ``opencode``. Any other value is ignored."""
-VIAS_SENT = ("page", "terminal", "opencode", "api")
+program may send ``api``, ``opencode`` or ``webhook`` (answering from a webhook's event). Any other value
+is ignored."""
+VIAS_SENT = ("page", "terminal", "opencode", "api", "webhook")
 
 
 def via_of(request: Request, usual: str) -> str:
