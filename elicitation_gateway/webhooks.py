@@ -37,6 +37,8 @@ RETRIES = (1.0, 5.0, 30.0, 120.0, 600.0)
 ATTEMPT_TIMEOUT = 10.0
 """Seconds one attempt may take, connection, request and response together."""
 OUTCOMES = ("sent", "retried", "failed", "dropped")
+CLAIM_SECONDS = 86_400.0
+"""How long the replica that claimed an event's delivery keeps it claimed: past any replay of it."""
 RESUBSCRIBE = 1.0
 """Seconds before following the store's events again after it could not be reached."""
 USER_AGENT = "elicitation-gateway-webhooks"
@@ -202,7 +204,9 @@ class WebhookSender:
 
 async def relay(store: Store, sender: WebhookSender) -> None:
     """Hands every ``question.*`` event the store publishes to ``sender``, until cancelled; follows
-    the store again after a subscription ends (the store closed it, or could not be reached)."""
+    the store again after a subscription ends (the store closed it, or could not be reached). Every
+    replica of a shared store sees every event: the first to claim one (:meth:`.Store.claim`) sends it,
+    so a receiver gets it once however many replicas there are."""
     while True:
         try:
             subscription = await store.subscribe()
@@ -212,8 +216,11 @@ async def relay(store: Store, sender: WebhookSender) -> None:
         try:
             async for event in subscription:
                 # Not an event a process makes for its own streams alone (an escalation's question.asked).
-                if event.type.startswith("question.") and event.replayable:
-                    sender.submit(event.id, event.type, event.properties)
+                if not (event.type.startswith("question.") and event.replayable):
+                    continue
+                if store.shared and not await store.claim(f"webhook:{event.id}", CLAIM_SECONDS):
+                    continue  # another replica sends it
+                sender.submit(event.id, event.type, event.properties)
         except StoreUnavailable:
             pass
         finally:

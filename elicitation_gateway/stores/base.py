@@ -183,6 +183,12 @@ class Store(ABC):
         """End the waits on this record now (they return it as it is): for a shutdown that could not
         finish it."""
 
+    async def claim(self, name: str, seconds: float) -> bool:
+        """Whether this call is the first, of every process sharing the store, to claim ``name`` in the
+        next ``seconds``: work that one replica does for all of them, such as a webhook's delivery of an
+        event every replica sees. A store of one process: always (every event it sees is its own)."""
+        return True
+
     async def mark_escalated(self, request_id: str, step: int, expires_at: float) -> bool:
         """Whether this call is the first to mark ``request_id``'s escalation ``step`` (counted from 0) as
         announced: once only, across restarts of a durable store and across replicas of a shared one.

@@ -21,6 +21,8 @@ from elicitation_gateway import webhooks
 from elicitation_gateway.webhooks import WebhookSender
 from tests.helpers import ask, form, pending
 
+pytest_plugins = ["tests.redis_server"]
+
 SECRET = "whsec_" + base64.b64encode(os.urandom(24)).decode()
 NODE_TESTS = Path(__file__).resolve().parents[1] / "e2e" / "node"
 
@@ -314,3 +316,26 @@ def test_webhook_settings_that_cannot_work_stop_the_start(settings, says):
     assert done.returncode == 2
     assert says in done.stderr
     assert "token" not in done.stderr
+
+
+async def test_two_replicas_on_redis_send_each_event_once(make_server, redis_url):
+    """Every replica of a shared store sees every event; a receiver gets each once, whichever replica
+    was asked and whichever was answered."""
+    async with Receiver() as receiver:
+        config = {"store": redis_url, "webhook_urls": receiver.url, "webhook_secret": SECRET}
+        one, other = make_server(**config), make_server(**config)
+        async with (
+            httpx.AsyncClient(base_url=one.url, timeout=10) as on_one,
+            httpx.AsyncClient(base_url=other.url, timeout=10) as on_other,
+        ):
+            params = form({"type": "object", "properties": {"go": {"type": "boolean"}}}, "Go?")
+            tool = ask(on_one, params)
+            [request] = await pending(on_other)
+            reply = await on_other.post(f"/question/{request['id']}/reply", json={"answers": [["Yes"]]})
+            assert reply.status_code == 200
+            await tool
+            await until(lambda: len(receiver.posts) >= 2)
+            await asyncio.sleep(1)  # time enough for a second copy from the other replica
+    payloads = verified_by_the_reference_library(SECRET, receiver.posts)
+    assert sorted(p["type"] for p in payloads) == ["question.asked", "question.replied"]
+    assert len({post["headers"]["webhook-id"] for post in receiver.posts}) == 2

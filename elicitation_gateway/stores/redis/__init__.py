@@ -10,6 +10,8 @@ Keys (``prefix`` is ``gateway`` unless told otherwise)::
     {prefix}:replica:{id}   a replica's liveness entry: refreshed every third of its lifetime
     {prefix}:waits:{id}     set of the ids whose tool waits on a blocking request to that replica
     {prefix}:replicas       set of the replicas that have such a set
+    {prefix}:claimed:{name}  work one replica does for all, claimed once (``SET NX``): a webhook's
+                            delivery of an event (``webhook:{event id}``), kept for a day
     {prefix}:escalated:{id}:{step}  an escalation step announced, set once (``SET NX``) by the first
                             replica; it lasts until a minute after the question expires
     {prefix}:audit          list of the audit trail's entries, oldest first (:mod:`.audit`)

@@ -21,6 +21,10 @@ class Keys:
     def record(self, request_id: str) -> str:
         return self._record_prefix + request_id
 
+    def claimed(self, name: str) -> str:
+        """A claim of work one replica does for all (:meth:`.RedisStore.claim`)."""
+        return f"{self.prefix}:claimed:{name}"
+
     def escalated(self, request_id: str, step: int) -> str:
         """The mark of an escalation step announced (:meth:`.RedisStore.mark_escalated`)."""
         return f"{self.prefix}:escalated:{request_id}:{step}"

@@ -285,6 +285,14 @@ class RedisStore(Store):
         self._waiters.hand(finished)
         return finished
 
+    async def claim(self, name: str, seconds: float) -> bool:
+        """One ``SET NX`` across replicas, kept for ``seconds``."""
+        with reachable():
+            claimed = await self._client.set(
+                self._keys.claimed(name), 1, nx=True, px=max(1, round(seconds * 1000))
+            )
+        return bool(claimed)
+
     async def mark_escalated(self, request_id: str, step: int, expires_at: float) -> bool:
         """One ``SET NX`` across replicas, kept until a minute after the question expires."""
         keep_ms = max(1000, round((expires_at - time.time() + 60) * 1000))
