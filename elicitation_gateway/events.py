@@ -128,18 +128,28 @@ def replied(
     answers: list[list[str]],
     directory: str | None,
     answered_by: str | None = None,
+    to: list[str] | None = None,
 ) -> Event:
-    """``answered_by``: the person who answered, on a gateway with people (``answeredBy``)."""
+    """``answered_by``: the person who answered, on a gateway with people (``answeredBy``); ``to``:
+    whom the question was for, when it was addressed."""
     properties: dict[str, Any] = {"sessionID": session_id, "requestID": request_id, "answers": answers}
     if answered_by is not None:
         properties["answeredBy"] = answered_by
+    if to:
+        properties["to"] = to
     return Event(REPLIED, properties, directory=directory, replayable=True)
 
 
 def rejected(
-    session_id: str, request_id: str, directory: str | None, answered_by: str | None = None
+    session_id: str,
+    request_id: str,
+    directory: str | None,
+    answered_by: str | None = None,
+    to: list[str] | None = None,
 ) -> Event:
-    properties = {"sessionID": session_id, "requestID": request_id}
+    properties: dict[str, Any] = {"sessionID": session_id, "requestID": request_id}
     if answered_by is not None:
         properties["answeredBy"] = answered_by
+    if to:
+        properties["to"] = to
     return Event(REJECTED, properties, directory=directory, replayable=True)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from elicitation_gateway import events
 from elicitation_gateway.conversion.schema import Form
-from elicitation_gateway.escalation import Step
+from elicitation_gateway.escalation import Step, current_to
 from elicitation_gateway.models import QuestionRequest
 
 Status = Literal["pending", "answered", "declined", "cancelled", "expired"]
@@ -86,7 +86,9 @@ class Record(BaseModel):
                 "status": status,
                 "result": result,
                 "finished_at": time.time(),
-                "request": QuestionRequest(id=self.id, sessionID=self.request.sessionID, questions=[]),
+                "request": QuestionRequest(
+                    id=self.id, sessionID=self.request.sessionID, questions=[], to=self.request.to
+                ),
                 "form": FINISHED_FORM,
             }
         )
@@ -95,10 +97,13 @@ class Record(BaseModel):
         return events.asked(None, self.directory, replayable=replayable, request_json=self.request.wire_json)
 
     def finished_event(self, answers: list[list[str]] | None) -> events.Event:
+        """Its ``question.replied`` (``question.rejected`` without ``answers``), with ``to`` as it was
+        when it finished: a stream that replays it after a reconnect shows it to that audience."""
         answered_by = (self.result or {}).get("answeredBy")
+        to = list(current_to(self, self.finished_at or time.time())) or None
         if answers is None:
-            return events.rejected(self.request.sessionID, self.id, self.directory, answered_by)
-        return events.replied(self.request.sessionID, self.id, answers, self.directory, answered_by)
+            return events.rejected(self.request.sessionID, self.id, self.directory, answered_by, to)
+        return events.replied(self.request.sessionID, self.id, answers, self.directory, answered_by, to)
 
 
 _NEW_RECORD_FIELDS = {

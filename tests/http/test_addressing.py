@@ -149,6 +149,24 @@ async def test_streams_carry_only_the_questions_addressed_to_their_person(team):
         assert only.properties["requestID"] == everyones
 
 
+async def test_a_stream_replaying_after_a_reconnect_shows_the_finish_of_what_it_showed(team):
+    """alice saw her question asked, lost her stream, and it was answered meanwhile: replaying from
+    the question.asked she saw, her new stream gets its question.replied (with the ``to`` it finished
+    with). carol, replaying from the same point, gets nothing of it."""
+    async with clients(team) as http:
+        async with read_events(http["alice"]) as before:
+            for_alice = await asked(http["tool"], ["alice"])
+            seen = await before.next("question.asked")
+        await http["alice"].post(f"/question/{for_alice}/reply", json={"answers": [["yes"]]})
+        replay = {"Last-Event-ID": seen.id}
+        async with read_events(http["alice"], headers=replay) as after:
+            replied = await after.next("question.replied")
+            assert replied.properties["requestID"] == for_alice
+            assert replied.properties["to"] == ["alice"]
+        async with read_events(http["carol"], headers=replay) as carols:
+            await carols.no_frame(within=0.5, type="question.replied")
+
+
 async def test_the_listing_shows_whom_a_question_is_for(team):
     async with clients(team) as http:
         request_id = await asked(http["tool"], ["carol", "group:oncall", "carol"])

@@ -40,10 +40,12 @@ def addressed(
     viewer: Viewer | None, frame_of: FrameOf, audience_of: Callable[[dict[str, Any]], Any] | None = None
 ) -> FrameOf:
     """For a gateway with people, a stream without the questions addressed to others: their
-    ``question.asked``, and the ``question.replied`` or ``question.rejected`` of any question this
-    stream was not shown. ``audience_of`` says whom a ``question.asked``'s question is for now (an
-    escalation widens it); without it, its ``to``. A question is shown once: the ``question.asked`` of
-    an escalation step reaches only those it adds."""
+    ``question.asked``, and their ``question.replied`` or ``question.rejected``, which carry the ``to``
+    they finished with, so that a stream replaying after a reconnect shows the finish of a question
+    it showed before (one this stream showed is finished on it whatever the ``to``). ``audience_of``
+    says whom a ``question.asked``'s question is for now (an escalation widens it); without it, its
+    ``to``. A question is shown once: the ``question.asked`` of an escalation step reaches only those
+    it adds."""
     if viewer is None:
         return frame_of
     shown: set[str] = set()
@@ -58,10 +60,12 @@ def addressed(
                 return None
             shown.add(request_id)
         elif event.type in (events.REPLIED, events.REJECTED):
-            request_id = event.properties.get("requestID", "")
-            if request_id not in shown:
+            properties = event.properties
+            request_id = properties.get("requestID", "")
+            if request_id in shown:
+                shown.discard(request_id)
+            elif not viewer.sees(properties.get("to")):
                 return None
-            shown.discard(request_id)
         return frame_of(event)
 
     return frame
