@@ -171,9 +171,6 @@ class Gateway:
         self.pending_listing, self.pending_json = answering.pending_listing, answering.pending_json
         self.pending_record, self.reply = answering.pending_record, answering.reply
         self.reject = answering.reject
-        self.healthy, self.store_problem = store.healthy, store.problem
-        """Whether the store can serve now, and why not (for ``/readyz``)."""
-        self.count_pending = store.count_pending
         self.on_escalated, self.audience_of = self.escalating.on_escalated, self.escalating.audience_of
 
     async def start(self) -> None:
@@ -230,6 +227,16 @@ class Gateway:
     def mcp_streams(self) -> int:
         return self.admission.mcp_streams
 
+    async def healthy(self) -> bool:
+        return await self.store.healthy()
+
+    async def store_problem(self) -> str | None:
+        """Why the store cannot serve now (for ``/readyz``); None when it can."""
+        return await self.store.problem()
+
+    async def count_pending(self) -> int:
+        return await self.store.count_pending()
+
     async def knows(self, request_id: str) -> bool:
         """Whether this gateway asked ``request_id`` (pending, or finished and still kept)."""
         return await self.store.get(request_id) is not None
@@ -264,35 +271,8 @@ class Gateway:
     async def final_result(
         self, record: Record, *, caller: Caller | None = None, heartbeat: Heartbeat | None = None
     ) -> dict[str, Any]:
-        """The result of a question whose tool waits on this process (``POST /elicit``, the ``/mcp``
-        ``question`` tool), as the MCP ``ElicitResult`` on the wire: the one wait of such a tool.
-
-        ``heartbeat`` is told how the wait stands every ``GATEWAY_MCP_PROGRESS_INTERVAL`` seconds.
-
-        While the store cannot be reached (or written) the tool keeps waiting, trying again every
-        second, until the question's own expiry; then it gets what expiry gives (``cancel``, or the
-        defaults) and the expiry is owed to the store. Cancelling this wait (the tool went away)
-        withdraws the question, or, if the store cannot be reached, owes the withdrawal; with a
-        ``caller``, the question is orphaned instead, for the same caller to come back to within
-        ``GATEWAY_REATTACH_WINDOW``. Owed finishes are retried in the background and go before anything
-        else once the store answers, and a reply after ``expires_at`` is refused: no answer arrives that
-        nobody collects.
-        """
-        hold = self.reattach.hold_of(caller)
-        if record.result is not None:  # finished while its caller was away: the result, once
-            self.reattach.release(caller, hold)
-            return record.result
-        orphaning = False
-        try:
-            with self.tool_waiting(record.id):
-                try:
-                    return await self.waiting.wait_for_result(record, heartbeat)
-                except asyncio.CancelledError:
-                    orphaning = self.reattach.went_away(record, caller, hold)
-                    raise
-        finally:
-            if not orphaning:
-                self.reattach.release(caller, hold)
+        """The result a tool waiting on this process gets (:meth:`.Waiting.final_result`)."""
+        return await self.waiting.final_result(record, self.reattach, caller, heartbeat)
 
     async def withdraw(self, request_id: str) -> Record:
         """The tool no longer wants an answer: ``cancelled``, and answerers see ``question.rejected``."""

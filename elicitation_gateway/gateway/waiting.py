@@ -9,7 +9,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from elicitation_gateway.gateway.errors import NotFound
 from elicitation_gateway.gateway.expiry import CANCEL, EXPIRY, expiry_result
@@ -17,6 +17,9 @@ from elicitation_gateway.gateway.owed import STORE_RETRY
 from elicitation_gateway.records import Record
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores.base import Store, StoreUnavailable
+
+if TYPE_CHECKING:
+    from elicitation_gateway.gateway.reattach import Caller, Reattach
 
 logger = logging.getLogger(__package__)
 
@@ -143,3 +146,36 @@ class Waiting:
             await heartbeat(status)
         except Exception as error:  # a caller that cannot be told is cancelled by its transport, if gone
             logger.debug("elicitation %s: could not tell its caller how it stands: %s", record.id, error)
+
+    async def final_result(
+        self, record: Record, reattach: "Reattach", caller: "Caller | None", heartbeat: Heartbeat | None
+    ) -> dict[str, Any]:
+        """The result of a question whose tool waits on this process (``POST /elicit``, the ``/mcp``
+        ``question`` tool), as the MCP ``ElicitResult`` on the wire: the one wait of such a tool.
+
+        ``heartbeat`` is told how the wait stands every ``GATEWAY_MCP_PROGRESS_INTERVAL`` seconds.
+
+        While the store cannot be reached (or written) the tool keeps waiting, trying again every
+        second, until the question's own expiry; then it gets what expiry gives (``cancel``, or the
+        defaults) and the expiry is owed to the store. Cancelling this wait (the tool went away)
+        withdraws the question, or, if the store cannot be reached, owes the withdrawal; with a
+        ``caller``, the question is orphaned instead, for the same caller to come back to within
+        ``GATEWAY_REATTACH_WINDOW``. Owed finishes are retried in the background and go before anything
+        else once the store answers, and a reply after ``expires_at`` is refused: no answer arrives that
+        nobody collects.
+        """
+        hold = reattach.hold_of(caller)
+        if record.result is not None:  # finished while its caller was away: the result, once
+            reattach.release(caller, hold)
+            return record.result
+        orphaning = False
+        try:
+            with self.tool_waiting(record.id):
+                try:
+                    return await self.wait_for_result(record, heartbeat)
+                except asyncio.CancelledError:
+                    orphaning = reattach.went_away(record, caller, hold)
+                    raise
+        finally:
+            if not orphaning:
+                reattach.release(caller, hold)
