@@ -187,7 +187,19 @@ class AnswerApp(App[None]):
         elif kind == "question.asked":
             await self._add(str(properties.get("id")))
         elif kind in ("question.replied", "question.rejected"):
-            await self._forget(str(properties.get("requestID")))
+            request_id = str(properties.get("requestID"))
+            self._say_who_finished(request_id, properties.get("answeredBy"), kind == "question.replied")
+            await self._forget(request_id)
+
+    def _say_who_finished(self, request_id: str, by: object, answered: bool) -> None:
+        """A request on this screen was answered or declined by a person elsewhere: say who (not for an
+        answer of this answerer's own, still in flight)."""
+        draft = self.drafts.get(request_id)
+        if draft is None or not isinstance(by, str) or request_id in self._busy:
+            return
+        what = "Answered" if answered else "Declined or dismissed"
+        headline = draft.form.message.splitlines()[0] if draft.form.message else request_id
+        self.notify(safe(f"{what} by {by}: {headline[:80]}", oneline=True), markup=False)
 
     async def _add(self, request_id: str) -> None:
         if request_id in self.drafts:

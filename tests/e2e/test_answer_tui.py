@@ -585,3 +585,27 @@ async def test_a_plain_confirmation_is_sent_as_soon_as_yes_or_no_is_picked(serve
         await pilot.press(key)
         assert (await tool).json() == result
         await until(pilot, lambda: app.shown_id is None, "nothing is shown")
+
+
+async def test_a_request_answered_by_someone_else_says_who(make_server, tmp_path):
+    """alice's screen shows a question; carol answers it from elsewhere: alice is told it was carol,
+    with the question's first line taken as text, not markup."""
+    people = tmp_path / "people.toml"
+    people.write_text('[people.alice]\npassword = "alice-pass"\n\n[people.carol]\npassword = "carol-pass"\n')
+    server = make_server(people=people)
+    async with (
+        httpx.AsyncClient(base_url=server.url, timeout=10) as tool_client,
+        httpx.AsyncClient(base_url=server.url, timeout=10, auth=("carol", "carol-pass")) as carol,
+    ):
+        tool = ask(tool_client, form(GO, "Ship [b]it[/b]?\nSecond line"))
+        app = answerer(server, auth=basic_auth("alice", "alice-pass"))
+        async with app.run_test() as pilot:
+            await until(pilot, lambda: bool(app.drafts), "the request arrives")
+            await shown(pilot, next(iter(app.drafts)))
+            [request] = await pending(carol)
+            reply = await carol.post(f"/question/{request['id']}/reply", json={"answers": [["No"]]})
+            assert reply.status_code == 200
+            await until(pilot, lambda: not app.drafts, "the request is gone")
+            told = [n.message for n in app._notifications]
+            assert told == ["Answered by carol: Ship [b]it[/b]?"]
+        assert (await tool).json()["answeredBy"] == "carol"

@@ -736,6 +736,18 @@ async def test_a_person_sees_their_own_questions_and_whom_each_is_for(make_serve
         }
         await expect(tab.card()).to_have_count(0)
 
+        # bob answers one alice sees: her page says it was bob
+        for_both = await client.post(
+            "/elicitations", json={**form({"enum": ["Up"]}, "Scale up?"), "to": ["alice", "bob"]}
+        )
+        await expect(tab.card("Scale up?")).to_have_count(1)
+        reply = await client.post(
+            f"/question/{for_both.json()['id']}/reply", json={"answers": [["Up"]]}, auth=("bob", "b")
+        )
+        assert reply.status_code == 200
+        await expect(tab.card("Scale up?")).to_have_count(0)
+        await expect(tab.page.locator("#notices")).to_contain_text("Answered by bob: “Scale up?”")
+
 
 async def test_page_and_its_files_are_served_by_the_gateway(server):
     async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:

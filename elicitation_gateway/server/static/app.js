@@ -216,10 +216,10 @@
         if (properties.id && !cards.has(properties.id)) addRequest(properties.id);
         break;
       case "question.replied":
-        finish(properties.requestID, "replied");
+        finish(properties.requestID, "replied", properties.answeredBy);
         break;
       case "question.rejected":
-        finish(properties.requestID, "rejected");
+        finish(properties.requestID, "rejected", properties.answeredBy);
         break;
       default:
         break;
@@ -306,8 +306,8 @@
     dismiss: (title) => `Dismissed: ${title}`,
   };
 
-  /** A request is over: remove its card and say why, once. */
-  function finish(id, how) {
+  /** A request is over: remove its card and say why (and who, where a person signed in), once. */
+  function finish(id, how, by) {
     const card = cards.get(id);
     if (!card) return;
     cards.delete(id);
@@ -316,7 +316,9 @@
     const title = quoted(card.title);
     let notice;
     if (card.action) notice = OUR_NOTICES[card.action](title);
+    else if (how === "replied" && typeof by === "string") notice = `Answered by ${by}: ${title}`;
     else if (how === "replied") notice = `Answered elsewhere: ${title}`;
+    else if (how === "rejected" && typeof by === "string") notice = `Declined or dismissed by ${by}: ${title}`;
     else if (how === "gone") notice = `No longer waiting: ${title}`;
     else notice = `Closed elsewhere or timed out: ${title}`;
     const hadFocus = card.element.contains(document.activeElement);
