@@ -82,10 +82,17 @@ async def fill(client: httpx.AsyncClient, path: str) -> str:
     return path
 
 
-@pytest.mark.parametrize(("method", "path"), sorted(named_routes()), ids=lambda part: part)
+ANSWERED_ELSEWHERE = ("/link/",)
+"""Routes a well-formed call of needs more than this server has: a one-tap link needs people and a
+token, and tests/http/test_links.py calls both of its routes well-formed."""
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    sorted(route for route in named_routes() if not route[1].startswith(ANSWERED_ELSEWHERE)),
+    ids=lambda part: part,
+)
 async def test_every_named_route_answers_a_well_formed_call(client, method, path):
-    if path.startswith("/link/"):
-        pytest.skip("a one-tap link needs people: tests/http/test_links.py calls it well-formed")
     written = named_routes()[(method, path)]
     url = await fill(client, written)
     request = client.build_request(method, url, **well_formed(method, written))
