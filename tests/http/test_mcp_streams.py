@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 from mcp.client import Client
+from mcp.shared.exceptions import MCPError
 
 from elicitation_gateway.gateway import Gateway
 from tests.helpers import pending, until
@@ -67,6 +68,24 @@ async def test_get_mcp_streams_count_against_the_limit_and_give_their_place_back
     await until(lambda: streams(gateway) == 0, what="its place given back")
 
 
+async def call_with_the_place(mcp: Client, gateway: Gateway) -> asyncio.Task:
+    """The ``question`` tool called once its POST holds the one place. After ``initialized`` the client
+    also sends a ``GET /mcp`` of its own (answered at once), which holds the place while it is served:
+    a call sent meanwhile is refused (429), and is sent again."""
+    for _ in range(20):
+        call = asyncio.create_task(mcp.call_tool("question", {"questions": QUESTION}))
+        await until(
+            lambda call=call: call.done() or gateway.mcp_streams == 1, what="the call holds the place"
+        )
+        if not call.done():
+            return call
+        with contextlib.suppress(MCPError):
+            call.result()
+            raise AssertionError("the call returned before it was answered")
+        await until(lambda: streams(gateway) == 0, what="the client's own GET answered")
+    raise AssertionError("the call never held the place")
+
+
 async def test_a_tool_call_streaming_its_wait_holds_a_place_until_it_returns(make_server):
     server = make_server(max_subscribers=1)
     gateway = server.gateway
@@ -75,7 +94,7 @@ async def test_a_tool_call_streaming_its_wait_holds_a_place_until_it_returns(mak
             # The client posts notifications/initialized without waiting for it: that POST, which may be
             # answered with a stream as far as its headers say, holds the one place until it is answered.
             await until(lambda: streams(gateway) == 0, what="the initialize exchange's posts answered")
-            call = asyncio.create_task(mcp.call_tool("question", {"questions": QUESTION}))
+            call = await call_with_the_place(mcp, gateway)
             [request] = await pending(client)
             assert streams(gateway) == 1
             assert (await client.get("/event")).status_code == 429
