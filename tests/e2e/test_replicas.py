@@ -234,7 +234,7 @@ async def test_a_dropped_call_comes_back_on_another_replica(replicas, clients):
         assert (await again).structured_content == {"action": "accept", "answers": [["Yes"]]}
 
 
-async def test_requests_with_one_key_sent_at_once_to_three_replicas_share_one_question(clients):
+async def test_requests_with_one_key_sent_at_once_to_three_replicas_share_one_question(replicas, clients):
     """The Idempotency-Key is held in Redis from the first request's arrival: the others, on any
     replica, wait for that question and get its result; a request cut meanwhile leaves it to them."""
     key = {"Idempotency-Key": "deploy-4.2-everywhere"}
@@ -248,7 +248,12 @@ async def test_requests_with_one_key_sent_at_once_to_three_replicas_share_one_qu
         requests = [elicit(clients[n % 3]) for n in range(9)]
         asked = await events.next("question.asked")
         cut = requests.pop(0)
-        await asyncio.sleep(1)  # every request has arrived and waits
+        joined = f"elicitation {asked.properties['id']} attached to by a call of the same Idempotency-Key"
+
+        async def every_request_waits() -> bool:  # the asking one, and each of the eight others joined
+            return sum(replica.output.read_text(errors="replace").count(joined) for replica in replicas) == 8
+
+        await until(every_request_waits, timeout=30)
         await events.no_frame(within=0.1, type="question.asked")  # one question in all
         cut.cancel()
         with contextlib.suppress(asyncio.CancelledError):
