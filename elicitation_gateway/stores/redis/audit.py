@@ -5,14 +5,19 @@ the last entry appended. An entry's hash covers the previous one's, which a Lua 
 (Redis has no SHA-256 for scripts), so an append is an optimistic transaction: ``WATCH`` the last
 entry, read it, make the next one here, then ``MULTI``/``EXEC`` writes it as the new last and pushes it
 on the list. If another replica appended meanwhile, ``EXEC`` does nothing and the append starts again
-from the new last entry: two replicas never chain to the same one.
+from the new last entry: two replicas never chain to the same one. One replica's own appends take
+turns (a lock), so only other replicas can make one start again, and each time one does, that
+replica's append went in: the chain always moves on. A short random pause after each lost turn keeps
+two replicas from meeting again in step.
 
 Retention drops entries from the head, in a script (so that two replicas pruning at once never drop
 one too many), compared by ``at``; the last entry stays in ``{prefix}:audit:last`` for the next
 append to follow.
 """
 
+import asyncio
 import logging
+import random
 from typing import Any
 
 from redis.exceptions import WatchError
@@ -26,6 +31,8 @@ logger = logging.getLogger(__name__)
 
 RETRIES = 100
 """Appends started again after another replica's before giving up (each costs a round trip or two)."""
+PAUSE = 0.002
+"""Seconds, at most, of the random pause after the first lost turn; it grows with each one after."""
 PRUNE = """
 local dropped = 0
 while dropped < tonumber(ARGV[2]) do
@@ -46,11 +53,12 @@ class RedisAuditTrail(AuditTrail):
         self._connection = connection
         self.key = f"{prefix}:audit"
         self.last_key = f"{prefix}:audit:last"
+        self._turn = asyncio.Lock()
 
     async def append(self, **fields: Any) -> AuditEntry:
         with reachable():
-            async with self._connection.client.pipeline(transaction=True) as pipe:
-                for _ in range(RETRIES):
+            async with self._turn, self._connection.client.pipeline(transaction=True) as pipe:
+                for lost in range(RETRIES):
                     try:
                         await pipe.watch(self.last_key)
                         raw = await pipe.get(self.last_key)
@@ -63,7 +71,7 @@ class RedisAuditTrail(AuditTrail):
                         return entry
                     except WatchError:
                         await pipe.reset()
-                        continue
+                        await asyncio.sleep(random.uniform(0, PAUSE * min(lost + 1, 10)))
         raise StoreUnavailable(f"the audit trail could not be appended to after {RETRIES} tries")
 
     async def entries(self, since: str | None = None, question: str | None = None) -> list[AuditEntry]:
