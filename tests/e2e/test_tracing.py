@@ -65,6 +65,9 @@ def test_opentelemetry_instrument_traces_each_request_by_its_route(tmp_path):
             assert client.delete(f"/elicitations/{created['id']}").status_code == 200
             headers = {"Accept": "application/json, text/event-stream"}
             assert client.post("/mcp", json=INITIALIZE, headers=headers).status_code == 200
+            # Neither a query (it may hold a password) nor a one-tap link's token reaches a span.
+            assert client.get("/question", params={"auth_token": "sekrit pass"}).status_code == 200
+            client.get("/link/TOKENtoken123.sig456")
         process.send_signal(signal.SIGTERM)
         output, _ = process.communicate(timeout=30)
     assert process.returncode == -signal.SIGTERM, errors.read_text()  # as uvicorn ends on a signal
@@ -82,6 +85,11 @@ def test_opentelemetry_instrument_traces_each_request_by_its_route(tmp_path):
         assert by_name[name]["attributes"]["http.route"] == route
         assert by_name[name]["resource"]["attributes"]["service.name"] == "gateway-under-test"
     assert not any(created["id"] in span["name"] for span in spans), "span names carry no ids"
+    for secret in ("sekrit", "TOKENtoken123"):
+        assert secret not in output, f"a span carries {secret!r}"
+    assert "GET /question" in by_name
+    assert "GET /link/{token}" in by_name
+    assert any("…" in str(value) for value in by_name["GET /link/{token}"]["attributes"].values())
     assert not any("/livez" in span["name"] for span in spans), "probes are not traced"
     assert not any(span["name"].endswith((" http send", " http receive")) for span in spans)
     # The mcp package's own span, within the request's.
