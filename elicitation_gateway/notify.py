@@ -53,13 +53,16 @@ def compose(
     public_url: str | None,
     *,
     reminder: bool = False,
+    escalated_after: float | None = None,
     person: str | None = None,
     link_secret: bytes | None = None,
 ) -> tuple[str, str]:
     """The title and body of the notification of ``record``: the message, each question's header, and
     a link that opens the question on the page. Only what the page shows anyone; no credentials.
-    A ``reminder`` says how long the question has left. Tool text is made safe to show
-    (:func:`~elicitation_gateway.display.safe`): a notification may end up in a terminal too.
+    A ``reminder`` says how long the question has left; a notification ``escalated_after`` so many
+    seconds says nobody answered in that time (it reaches its person after others'). Tool text is
+    made safe to show (:func:`~elicitation_gateway.display.safe`): a notification may end up in a
+    terminal too.
 
     Composed for one ``person`` (with the ``link_secret``), a question with a single boolean or
     single-choice property carries one one-tap link per choice, signed for that person
@@ -74,6 +77,9 @@ def compose(
         title = "Reminder: " + title.removeprefix("Question: ")
         outcome = "its defaults are sent" if record.on_timeout == "default" else "it is cancelled"
         lines.insert(0, f"Still unanswered: {outcome} in {time_left(record.expires_at - time.time())}.")
+    elif escalated_after is not None:
+        title = "Escalated: " + title.removeprefix("Question: ")
+        lines.insert(0, f"Nobody answered in {time_left(escalated_after)}: it now reaches you too.")
     lines += [f"- {question.header}" for question in questions]
     if public_url:
         one_tap = []
@@ -130,16 +136,18 @@ def unusable_urls(urls: list[str], timeout: float) -> list[int]:
 
 
 @dataclass(frozen=True)
-class _Notification:
+class Notification:
     record: Record
     reminder: bool = False
+    escalated_after: float | None = None
+    """Seconds after the ask, for a person an escalation step reached."""
 
 
 class _Skipped(Exception):
     """The question was finished before an attempt: nothing to announce."""
 
 
-class _Target:
+class Target:
     """One URL of ``GATEWAY_NOTIFY``: its queue, its worker task, its retries, its counts. Its attempts
     borrow a worker process from the notifier's pool."""
 
@@ -167,7 +175,7 @@ class _Target:
         self._settings = settings
         self._metrics = metrics
         self._still_pending = still_pending
-        self.queue: asyncio.Queue[_Notification] = asyncio.Queue(QUEUE_SIZE)
+        self.queue: asyncio.Queue[Notification] = asyncio.Queue(QUEUE_SIZE)
         self.unsent = 0  # queued or being sent
         self._worker: asyncio.Task[None] | None = None
         for outcome in OUTCOMES:  # every series from the start, at 0
@@ -178,7 +186,7 @@ class _Target:
             self._run(), name=f"notifications to {self.label}"
         )
 
-    def put(self, notification: _Notification) -> None:
+    def put(self, notification: Notification) -> None:
         """Queue ``notification``; never blocks: a full queue drops it (logged, counted)."""
         try:
             self.queue.put_nowait(notification)
@@ -221,13 +229,14 @@ class _Target:
             if outcome == "sent" and self._sent is not None:
                 self._sent(notification.record.id, self.label)
 
-    async def _deliver(self, notification: _Notification) -> str:
+    async def _deliver(self, notification: Notification) -> str:
         """Each attempt, then the backoff before the next: the outcome."""
         record = notification.record
         title, body = compose(
             record,
             self._settings.public_url,
             reminder=notification.reminder,
+            escalated_after=notification.escalated_after,
             person=self._person,
             link_secret=self._link_secret,
         )
@@ -329,7 +338,7 @@ class Notifier:
         self.link_secret = links.secret_of(secret)
         """What one-tap links in a notification composed for one person are signed with."""
         self._reminders: dict[str, asyncio.TimerHandle] = {}
-        self.targets: list[_Target] = []
+        self.targets: list[Target] = []
         urls: list[tuple[str, str]] = []
         for position, url in enumerate(settings.notify, 1):
             plugin = load_plugin(url, settings.notify_timeout)
@@ -345,7 +354,7 @@ class Notifier:
         timeout = settings.notify_timeout
         self.pool = Pool(len(urls), [(url, timeout) for _, url in urls], worker_imports)
         for label, url in urls:
-            self.targets.append(_Target(label, url, self.pool, settings, metrics, still_pending, sent))
+            self.targets.append(Target(label, url, self.pool, settings, metrics, still_pending, sent))
         if self.targets and not settings.public_url:
             logger.warning(
                 "notifications carry no link to the question: set GATEWAY_PUBLIC_URL to the address "
@@ -374,7 +383,7 @@ class Notifier:
 
     def submit(self, record: Record) -> None:
         """Queue ``record``'s notification for every target; never blocks."""
-        self._put(_Notification(record))
+        self._put(Notification(record))
         remind = self.settings.notify_remind
         delay = record.expires_at - remind - time.time()
         if remind and delay > 0:
@@ -388,8 +397,8 @@ class Notifier:
 
     def _remind(self, record: Record) -> None:
         self._reminders.pop(record.id, None)
-        self._put(_Notification(record, reminder=True))
+        self._put(Notification(record, reminder=True))
 
-    def _put(self, notification: _Notification) -> None:
+    def _put(self, notification: Notification) -> None:
         for target in self.targets:
             target.put(notification)

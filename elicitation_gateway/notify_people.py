@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from elicitation_gateway import links
 from elicitation_gateway.metrics import Metrics
-from elicitation_gateway.notify import _Notification, _Target
+from elicitation_gateway.notify import Notification, Target
 from elicitation_gateway.notify_workers import Pool
 from elicitation_gateway.people import Person
 from elicitation_gateway.records import Record
@@ -47,18 +47,20 @@ class PeopleNotifier:
         self.metrics = metrics
         self.still_pending = still_pending
         self.pool = Pool(WORKERS, [], worker_imports)
-        self.targets: dict[tuple[str, str], _Target] = {}
+        self.targets: dict[tuple[str, str], Target] = {}
 
-    def notify(self, record: Record, people: Iterable[Person]) -> None:
-        """Queue ``record``'s notification to every URL of each of ``people``; never blocks."""
+    def notify(self, record: Record, people: Iterable[Person], escalated_after: float | None = None) -> None:
+        """Queue ``record``'s notification to every URL of each of ``people``; never blocks. People an
+        escalation step reached are told nobody answered in its ``escalated_after`` seconds."""
+        notification = Notification(record, escalated_after=escalated_after)
         for person in people:
             for position, url in enumerate(person.notify, 1):
-                self._target(person.name, position, url).put(_Notification(record))
+                self._target(person.name, position, url).put(notification)
 
-    def _target(self, name: str, position: int, url: str) -> _Target:
+    def _target(self, name: str, position: int, url: str) -> Target:
         target = self.targets.get((name, url))
         if target is None:
-            target = _Target(
+            target = Target(
                 f"{name}:{position}",
                 url,
                 self.pool,

@@ -37,7 +37,7 @@ class Escalating:
         store: Store,
         *,
         people: Callable[[], People | None],
-        notify: Callable[[Record, Sequence[str]], None],
+        notify: Callable[[Record, Sequence[str], float], None],
         spawn: Callable[[Coroutine[Any, Any, None]], None],
     ) -> None:
         self.store = store
@@ -133,7 +133,7 @@ class Escalating:
         logger.info(
             "elicitation %s escalated (step %d) to %s", record.id, step + 1, ", ".join(reached) or "nobody"
         )
-        self.notify(record, reached)
+        self.notify(record, reached, record.escalate[step].after)
         for listener in self.listeners:
             try:
                 listener(record.id, reached)

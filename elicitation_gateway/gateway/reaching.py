@@ -58,11 +58,13 @@ class Reaching:
             return
         self.notify(record, list(names))
 
-    def notify(self, record: Record, names: Sequence[str]) -> None:
-        """Queue ``record``'s notification to the own URLs of the people ``names`` names."""
+    def notify(self, record: Record, names: Sequence[str], escalated_after: float | None = None) -> None:
+        """Queue ``record``'s notification to the own URLs of the people ``names`` names (reached by an
+        escalation step ``escalated_after`` seconds after the ask, if so)."""
         if (people := self.people()) is None or self.notifier is None:
             return
-        self.notifier.notify(record, [people.persons[name] for name in names if name in people.persons])
+        reached = [people.persons[name] for name in names if name in people.persons]
+        self.notifier.notify(record, reached, escalated_after)
 
     def _escalated(self, request_id: str, names: Sequence[str]) -> None:
         """A step reached ``names``: one audit entry, ``who`` the people it reached, comma-separated."""

@@ -152,6 +152,10 @@ async def test_a_step_reaches_its_people_at_its_time_once(make_server, tmp_path,
                 lambda: inboxes.about("bob", request_id) == inboxes.about("carol", request_id) == 1,
                 what="the step's people notified",
             )
+            # The step's people are told why it reaches them now; alice's was a first notification.
+            assert inboxes.posts["bob"][0]["title"].startswith("Escalated: ")
+            assert inboxes.posts["bob"][0]["message"].startswith("Nobody answered in 2 s: it now reaches you")
+            assert inboxes.posts["alice"][0]["title"].startswith("Question: ")
             await alices.no_frame(within=0.5, type="question.asked")  # shown once, when asked
 
             reply = await http["bob"].post(f"/question/{request_id}/reply", json={"answers": [["yes"]]})

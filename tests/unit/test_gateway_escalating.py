@@ -45,7 +45,8 @@ class Parts:
         self.escalating = Escalating(store, people=lambda: PEOPLE, notify=self.notify, spawn=self.spawn)
         self.escalating.on_escalated(lambda request_id, names: self.told.append((request_id, names)))
 
-    def notify(self, record: Record, names: Sequence[str]) -> None:
+    def notify(self, record: Record, names: Sequence[str], escalated_after: float) -> None:
+        assert escalated_after in {step.after for step in record.escalate}
         self.notified.append((record.id, tuple(names)))
 
     def spawn(self, work) -> None:

@@ -200,6 +200,14 @@ def test_a_reminder_says_how_long_the_question_has_left(left, said):
     assert body.splitlines()[0] == f"Still unanswered: it is cancelled {said}."
 
 
+def test_an_escalated_notification_says_nobody_answered_in_the_steps_time():
+    title, body = compose(record("que_1"), "https://gw.test", escalated_after=600)
+    plain_title, plain_body = compose(record("que_1"), "https://gw.test")
+    assert title == "Escalated: " + plain_title.removeprefix("Question: ")
+    assert body.splitlines()[0] == "Nobody answered in 10 min: it now reaches you too."
+    assert body.splitlines()[1:] == plain_body.splitlines()
+
+
 def test_apprise_timeouts_follow_the_notify_timeout_unless_the_url_sets_them():
     plugin = load_plugin("json://127.0.0.1:9/hook", 7.5)
     assert (plugin.socket_connect_timeout, plugin.socket_read_timeout) == (7.5, 7.5)
