@@ -12,11 +12,13 @@ entries compare by time as strings.
 
 import contextlib
 import sqlite3
+import sys
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from elicitation_gateway import sizes
 from elicitation_gateway.audit import AuditEntry, next_entry, parse_line
 
 
@@ -51,31 +53,50 @@ class AuditTrail(ABC):
 
 
 MEMORY_ENTRIES = 100_000
-"""Entries the in-memory trail keeps at most (some 40 MB), the oldest dropped first, as the retention
-drops them: the rest still verifies. A trail to keep belongs in a SQLite file or Redis."""
+"""Entries the in-memory trail keeps at most, the oldest dropped first, as the retention drops them:
+the rest still verifies. A trail to keep belongs in a SQLite file or Redis."""
+MEMORY_BYTES = 64 * 1024 * 1024
+"""Bytes the in-memory trail's entries hold at most, as :func:`held` counts them: answers can be long
+(up to a body's size each), so a count alone would not bound it."""
+ENTRY_HELD = 480
+"""What an entry holds besides its answers (measured with tracemalloc): the object, its time, id and
+two hashes, and its place in the trail."""
+
+
+def held(entry: AuditEntry) -> int:
+    """About what ``entry`` holds in this process: the rest measured once, the answers each time."""
+    if not entry.answers:
+        return ENTRY_HELD
+    rows = sys.getsizeof(entry.answers) + sum(map(sys.getsizeof, entry.answers))
+    return ENTRY_HELD + rows + sum(sizes.held(answer) for row in entry.answers for answer in row)
 
 
 class MemoryAuditTrail(AuditTrail):
     """The trail in this process's memory (the in-memory store's): gone with it, and at most
-    :data:`MEMORY_ENTRIES` long."""
+    :data:`MEMORY_ENTRIES` long and :data:`MEMORY_BYTES` large."""
 
-    def __init__(self, limit: int = MEMORY_ENTRIES) -> None:
-        self._entries: deque[AuditEntry] = deque(maxlen=limit)
+    def __init__(self, limit: int = MEMORY_ENTRIES, limit_bytes: int = MEMORY_BYTES) -> None:
+        self._entries: deque[tuple[AuditEntry, int]] = deque()
         self._last: AuditEntry | None = None
+        self._limit, self._limit_bytes, self.bytes = limit, limit_bytes, 0
 
     async def append(self, **fields: Any) -> AuditEntry:
         entry = next_entry(self._last, **fields)
-        self._entries.append(entry)
+        size = held(entry)
+        self._entries.append((entry, size))
+        self.bytes += size
         self._last = entry
+        while len(self._entries) > self._limit or (self.bytes > self._limit_bytes and len(self._entries) > 1):
+            self.bytes -= self._entries.popleft()[1]
         return entry
 
     async def entries(self, since: str | None = None, question: str | None = None) -> list[AuditEntry]:
-        return selected(self._entries, since, question)
+        return selected((entry for entry, _ in self._entries), since, question)
 
     async def prune(self, before: str) -> int:
         dropped = 0
-        while self._entries and self._entries[0].at < before:
-            self._entries.popleft()
+        while self._entries and self._entries[0][0].at < before:
+            self.bytes -= self._entries.popleft()[1]
             dropped += 1
         return dropped
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from elicitation_gateway.audit import parse_since, rfc3339, verify
-from elicitation_gateway.stores.audit_trail import MemoryAuditTrail
+from elicitation_gateway.stores.audit_trail import MemoryAuditTrail, held
 from elicitation_gateway.stores.memory import MemoryStore
 from elicitation_gateway.stores.redis import RedisStore
 from elicitation_gateway.stores.sqlite import SqliteStore
@@ -143,6 +143,27 @@ async def test_the_memory_trail_keeps_its_latest_entries_and_they_verify():
     kept = await trail.entries()
     assert [e.seq for e in kept] == [3, 4, 5]
     assert verify(lines(kept)).ok
+
+
+async def test_the_memory_trail_keeps_its_bytes_bounded_however_long_the_answers():
+    """Entries of long answers (an emoji makes a string 4 bytes a character) are dropped, oldest first,
+    once the trail holds more than its bytes; the rest verify, and the newest is always kept."""
+    trail = MemoryAuditTrail(limit_bytes=1_000_000)
+    for number in range(40):
+        await trail.append(
+            event="replied", question=f"que_{number}", via="page", who="alice", answers=[["😀" * 20_000]]
+        )
+    kept = await trail.entries()
+    assert 10 <= len(kept) <= 13  # each holds some 80 KB
+    assert kept[-1].seq == 40
+    assert trail.bytes <= 1_000_000
+    assert trail.bytes == sum(map(held, kept))
+    assert verify(lines(kept)).ok
+    huge = MemoryAuditTrail(limit_bytes=1000)
+    await huge.append(event="replied", question="que_x", via="page", answers=[["x" * 5000]])
+    assert [entry.question for entry in await huge.entries()] == ["que_x"]
+    assert await trail.prune("9999") == len(kept)
+    assert trail.bytes == 0
 
 
 @pytest.mark.parametrize("kind", KINDS)
