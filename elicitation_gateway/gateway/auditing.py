@@ -4,7 +4,8 @@ process that made the change (the one whose ``Store.finish`` finished the record
 recorded once, even with several replicas; the answers counted by the way they came; and the
 retention (``GATEWAY_AUDIT_RETENTION``), applied every minute.
 
-Entries are appended by one task in the order they were made here, off the request's path. One that
+Entries are appended by one task in the order they were made here, off the request's path: those
+made while it waits on the store go together in its next append (one write however many). One that
 cannot be kept (the store unreachable) is logged, not retried: the change it records has been made.
 """
 
@@ -26,6 +27,8 @@ ANSWERER_VIAS = ("page", "terminal", "opencode", "api", "link", "webhook")
 """The ways a person's reply or rejection may come."""
 PRUNE_EVERY = 60.0
 """Seconds between two applications of the retention."""
+BATCH = 500
+"""Entries one append takes at most."""
 STOP_SECONDS = 5.0
 """What a shutdown waits at most for the entries still queued."""
 
@@ -80,21 +83,26 @@ class Auditing:
 
     async def _write(self) -> None:
         while True:
-            fields = await self._queue.get()
+            batch = [await self._queue.get()]
+            while len(batch) < BATCH and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
             try:
-                await self.store.audit_trail.append(**fields)
+                await self.store.audit_trail.append_many(batch)
             except StoreUnavailable as error:
-                logger.error(  # noqa: TRY400  (the store's fault, said in one line)
-                    "audit entry %s of %s (via %s) not kept: %s",
-                    fields["event"],
-                    fields["question"],
-                    fields["via"],
-                    error,
-                )
+                for fields in batch:
+                    logger.error(  # noqa: TRY400  (the store's fault, said in one line)
+                        "audit entry %s of %s (via %s) not kept: %s",
+                        fields["event"],
+                        fields["question"],
+                        fields["via"],
+                        error,
+                    )
             except Exception:
-                logger.exception("audit entry %s of %s not kept", fields["event"], fields["question"])
+                kinds = ", ".join(f"{fields['event']} of {fields['question']}" for fields in batch)
+                logger.exception("audit entries not kept: %s", kinds)
             finally:
-                self._queue.task_done()
+                for _ in batch:
+                    self._queue.task_done()
 
     async def flush(self) -> None:
         """Wait until the entries made so far are appended (or logged as not kept)."""

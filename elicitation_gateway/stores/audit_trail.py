@@ -15,7 +15,7 @@ import sqlite3
 import sys
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from elicitation_gateway import sizes
@@ -35,11 +35,25 @@ def selected(entries: Iterable[AuditEntry], since: str | None, question: str | N
     return found
 
 
+def chained(last: AuditEntry | None, batch: Sequence[dict[str, Any]]) -> list[AuditEntry]:
+    """The entries of ``batch``, each following the one before, the first following ``last``."""
+    made: list[AuditEntry] = []
+    for fields in batch:
+        made.append(next_entry(made[-1] if made else last, **fields))
+    return made
+
+
 class AuditTrail(ABC):
-    @abstractmethod
     async def append(self, **fields: Any) -> AuditEntry:
         """The entry made of ``fields`` (:func:`.audit.next_entry`'s keywords), chained after the last
         one and kept. Raises :class:`.StoreUnavailable` when it cannot be kept (nothing is)."""
+        return (await self.append_many([fields]))[0]
+
+    @abstractmethod
+    async def append_many(self, batch: Sequence[dict[str, Any]]) -> list[AuditEntry]:
+        """The entries made of each of ``batch`` (as :meth:`append` takes them), chained in order
+        after the last one and kept at once: all or none (:class:`.StoreUnavailable`). One write for
+        many entries is what lets the trail keep up with a busy gateway."""
 
     @abstractmethod
     async def entries(self, since: str | None = None, question: str | None = None) -> list[AuditEntry]:
@@ -80,15 +94,16 @@ class MemoryAuditTrail(AuditTrail):
         self._last: AuditEntry | None = None
         self._limit, self._limit_bytes, self.bytes = limit, limit_bytes, 0
 
-    async def append(self, **fields: Any) -> AuditEntry:
-        entry = next_entry(self._last, **fields)
-        size = held(entry)
-        self._entries.append((entry, size))
-        self.bytes += size
-        self._last = entry
+    async def append_many(self, batch: Sequence[dict[str, Any]]) -> list[AuditEntry]:
+        made = chained(self._last, batch)
+        for entry in made:
+            size = held(entry)
+            self._entries.append((entry, size))
+            self.bytes += size
+        self._last = made[-1] if made else self._last
         while len(self._entries) > self._limit or (self.bytes > self._limit_bytes and len(self._entries) > 1):
             self.bytes -= self._entries.popleft()[1]
-        return entry
+        return made
 
     async def entries(self, since: str | None = None, question: str | None = None) -> list[AuditEntry]:
         return selected((entry for entry, _ in self._entries), since, question)
@@ -114,8 +129,8 @@ CREATE INDEX IF NOT EXISTS audit_question ON audit (question);
 
 class SqliteAuditTrail(AuditTrail):
     """The trail in a table of the SQLite store's file. One process owns the file, so the last entry is
-    known here; each append is one committed row. ``transaction`` is the store's (its faults raise
-    :class:`.StoreUnavailable`), ``connection`` its open connection."""
+    known here; each append is one committed transaction, of one row or a batch's. ``transaction`` is
+    the store's (its faults raise :class:`.StoreUnavailable`), ``connection`` its open connection."""
 
     def __init__(
         self,
@@ -133,17 +148,14 @@ class SqliteAuditTrail(AuditTrail):
             self._last = None if row is None else parse_line(row[0])
             self._loaded = True
 
-    async def append(self, **fields: Any) -> AuditEntry:
+    async def append_many(self, batch: Sequence[dict[str, Any]]) -> list[AuditEntry]:
         self._load()
-        entry = next_entry(self._last, **fields)
-        line = entry.line().decode()
-        with self._transaction(len(line)) as db:
-            db.execute(
-                "INSERT INTO audit (seq, at, question, line) VALUES (?, ?, ?, ?)",
-                (entry.seq, entry.at, entry.question, line),
-            )
-        self._last = entry
-        return entry
+        made = chained(self._last, batch)
+        rows = [(entry.seq, entry.at, entry.question, entry.line().decode()) for entry in made]
+        with self._transaction(sum(len(row[3]) for row in rows)) as db:
+            db.executemany("INSERT INTO audit (seq, at, question, line) VALUES (?, ?, ?, ?)", rows)
+        self._last = made[-1] if made else self._last
+        return made
 
     async def entries(self, since: str | None = None, question: str | None = None) -> list[AuditEntry]:
         return list(self._rows(since, question))

@@ -184,3 +184,22 @@ async def test_since_gives_every_entry_from_the_first_at_or_after_it(kind, reque
         assert await trail.entries(since=rfc3339(now + timedelta(days=1))) == []
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_batch_is_appended_at_once_in_order_and_the_chain_goes_on(kind, request):
+    store = await opened(kind, request)
+    try:
+        trail = store.audit_trail
+        await trail.append(event="asked", question="que_0", via="tool")
+        batch = [{"event": "asked", "question": f"que_{n}", "via": "tool"} for n in range(1, 6)]
+        made = await trail.append_many(batch)
+        assert [e.seq for e in made] == [2, 3, 4, 5, 6]
+        assert await trail.append_many([]) == []
+        await trail.append(event="replied", question="que_3", via="page", who="bob", answers=[["no"]])
+        everything = await trail.entries()
+        assert [e.question for e in everything] == [f"que_{n}" for n in range(6)] + ["que_3"]
+        assert everything[1:6] == made
+        assert verify(lines(everything)).ok
+    finally:
+        await store.close()

@@ -1,6 +1,7 @@
 """The audit trail's hash chain: a trail verifies as written, and any line removed, edited, inserted or
 moved is found, named by its line."""
 
+import asyncio
 import json
 from datetime import UTC, datetime
 
@@ -19,8 +20,12 @@ from elicitation_gateway.audit import (
     rfc3339,
     verify,
 )
-from elicitation_gateway.gateway.auditing import event_of
+from elicitation_gateway.gateway.auditing import Auditing, event_of
+from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.settings import Settings
+from elicitation_gateway.stores.audit_trail import MemoryAuditTrail
+from elicitation_gateway.stores.base import StoreUnavailable
+from elicitation_gateway.stores.memory import MemoryStore
 
 MOMENT = datetime(2026, 12, 6, 9, 30, 15, 123456, tzinfo=UTC)
 
@@ -206,3 +211,53 @@ def test_the_retention_is_seconds_or_days(value, seconds):
 def test_a_retention_that_is_neither_is_refused():
     with pytest.raises(ValueError, match="audit_retention"):
         Settings(audit_retention="soon")
+
+
+class CountingTrail(MemoryAuditTrail):
+    """A trail whose first append waits until let go, and that counts its appends."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.appends: list[int] = []
+        self.go = asyncio.Event()
+
+    async def append_many(self, batch):
+        self.appends.append(len(batch))
+        await self.go.wait()
+        return await super().append_many(batch)
+
+
+class DownTrail(MemoryAuditTrail):
+    async def append_many(self, batch):
+        raise StoreUnavailable("the question store (Redis) is unreachable")
+
+
+async def test_entries_made_while_the_trail_is_written_go_together_in_order():
+    store = MemoryStore()
+    trail = CountingTrail()
+    store.audit_trail = trail  # type: ignore[misc]
+    auditing = Auditing(store, Metrics(), retention=0)
+    auditing.record("asked", "que_0", via="tool")
+    await asyncio.sleep(0)  # the writer takes it, and waits on the trail
+    for number in range(1, 300):
+        auditing.record("asked", f"que_{number}", via="tool")
+    trail.go.set()
+    await auditing.flush()
+    assert trail.appends == [1, 299]  # the first alone, the rest made meanwhile in one write
+    kept = await trail.entries()
+    assert [entry.question for entry in kept] == [f"que_{number}" for number in range(300)]
+    assert verify([entry.line() for entry in kept]).ok
+
+
+async def test_entries_the_store_cannot_keep_are_each_logged_and_flush_returns(caplog):
+    store = MemoryStore()
+    store.audit_trail = DownTrail()  # type: ignore[misc]
+    auditing = Auditing(store, Metrics(), retention=0)
+    auditing.record("asked", "que_a", via="tool")
+    auditing.record("replied", "que_a", via="page", who="alice", answers=[["yes"]])
+    await asyncio.wait_for(auditing.flush(), 10)
+    said = [r.getMessage() for r in caplog.records if r.name == "elicitation_gateway.gateway.auditing"]
+    assert said == [
+        "audit entry asked of que_a (via tool) not kept: the question store (Redis) is unreachable",
+        "audit entry replied of que_a (via page) not kept: the question store (Redis) is unreachable",
+    ]

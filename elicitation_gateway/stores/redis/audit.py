@@ -1,29 +1,30 @@
 """The audit trail in Redis: one chain for every replica.
 
 ``{prefix}:audit`` is the list of entries (one JSON line each, oldest first) and ``{prefix}:audit:last``
-the last entry appended. An entry's hash covers the previous one's, which a Lua script cannot compute
-(Redis has no SHA-256 for scripts), so an append is an optimistic transaction: ``WATCH`` the last
-entry, read it, make the next one here, then ``MULTI``/``EXEC`` writes it as the new last and pushes it
-on the list. If another replica appended meanwhile, ``EXEC`` does nothing and the append starts again
-from the new last entry: two replicas never chain to the same one. One replica's own appends take
-turns (a lock), so only other replicas can make one start again, and each time one does, that
-replica's append went in: the chain always moves on. A short random pause after each lost turn keeps
-two replicas from meeting again in step.
+the last entry appended. An append may hold many entries (a batch), pushed at once. An entry's hash
+covers the previous one's, which a Lua script cannot compute (Redis has no SHA-256 for scripts), so an
+append is an optimistic transaction: ``WATCH`` the last entry, read it, make the next one here, then
+``MULTI``/``EXEC`` writes it as the new last and pushes it on the list. If another replica appended
+meanwhile, ``EXEC`` does nothing and the append starts again from the new last entry: two replicas never
+chain to the same one. One replica's own appends take turns (a lock), so only other replicas can make
+one start again, and each time one does, that replica's append went in: the chain always moves on. A
+short random pause after each lost turn keeps two replicas from meeting again in step.
 
-Retention drops entries from the head, in a script (so that two replicas pruning at once never drop
-one too many), compared by ``at``; the last entry stays in ``{prefix}:audit:last`` for the next
-append to follow.
+Retention drops entries from the head, in a script (so that two replicas pruning at once never drop one
+too many), compared by ``at``; the last entry stays in ``{prefix}:audit:last`` for the next append to
+follow.
 """
 
 import asyncio
 import logging
 import random
+from collections.abc import Sequence
 from typing import Any
 
 from redis.exceptions import WatchError
 
-from elicitation_gateway.audit import AuditEntry, next_entry, parse_line
-from elicitation_gateway.stores.audit_trail import AuditTrail, selected
+from elicitation_gateway.audit import AuditEntry, parse_line
+from elicitation_gateway.stores.audit_trail import AuditTrail, chained, selected
 from elicitation_gateway.stores.base import StoreUnavailable
 from elicitation_gateway.stores.redis.connection import Connection, reachable
 
@@ -55,20 +56,22 @@ class RedisAuditTrail(AuditTrail):
         self.last_key = f"{prefix}:audit:last"
         self._turn = asyncio.Lock()
 
-    async def append(self, **fields: Any) -> AuditEntry:
+    async def append_many(self, batch: Sequence[dict[str, Any]]) -> list[AuditEntry]:
+        if not batch:
+            return []
         with reachable():
             async with self._turn, self._connection.client.pipeline(transaction=True) as pipe:
                 for lost in range(RETRIES):
                     try:
                         await pipe.watch(self.last_key)
                         raw = await pipe.get(self.last_key)
-                        entry = next_entry(None if raw is None else parse_line(raw), **fields)
-                        line = entry.line().decode()
+                        made = chained(None if raw is None else parse_line(raw), batch)
+                        lines = [entry.line().decode() for entry in made]
                         pipe.multi()
-                        pipe.set(self.last_key, line)
-                        pipe.rpush(self.key, line)
+                        pipe.set(self.last_key, lines[-1])
+                        pipe.rpush(self.key, *lines)
                         await pipe.execute()
-                        return entry
+                        return made
                     except WatchError:
                         await pipe.reset()
                         await asyncio.sleep(random.uniform(0, PAUSE * min(lost + 1, 10)))
