@@ -27,6 +27,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from pydantic import SecretStr
+
 from elicitation_gateway.display import clip, safe
 from elicitation_gateway.records import Record
 
@@ -71,8 +73,10 @@ def key_of(secret: bytes) -> bytes:
     return hmac.new(secret, _KEY_LABEL, hashlib.sha256).digest()
 
 
-def secret_of(configured: str | None) -> bytes:
+def secret_of(configured: SecretStr | str | None) -> bytes:
     """The secret links are signed with: ``GATEWAY_LINK_SECRET``'s UTF-8, or this process's own."""
+    if isinstance(configured, SecretStr):
+        configured = configured.get_secret_value()
     return configured.encode("utf-8") if configured else _PROCESS_SECRET
 
 

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -316,6 +316,18 @@ class Target:
             return True
 
 
+async def stop_targets(targets: Sequence[Target], pool: Pool, *, flush: bool, flush_seconds: float) -> None:
+    """Stop ``targets``, then their ``pool``. With ``flush``, what is queued is sent first, for up to
+    ``flush_seconds``; sends still running then are killed with their workers."""
+    if flush and any(target.unsent for target in targets):
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(flush_seconds):
+                await asyncio.gather(*(target.queue.join() for target in targets))
+    for target in targets:
+        await target.stop()
+    await pool.close()
+
+
 class Notifier:
     """``still_pending`` says whether a question is still unanswered, checked before every attempt
     (another replica, or an answerer on it, may have finished it)."""
@@ -334,8 +346,7 @@ class Notifier:
         took (the question's id, the target's label), for the audit trail."""
         self.settings = settings
         self.metrics = metrics
-        secret = settings.link_secret.get_secret_value() if settings.link_secret else None
-        self.link_secret = links.secret_of(secret)
+        self.link_secret = links.secret_of(settings.link_secret)
         """What one-tap links in a notification composed for one person are signed with."""
         self._reminders: dict[str, asyncio.TimerHandle] = {}
         self.targets: list[Target] = []
@@ -372,14 +383,7 @@ class Notifier:
         for handle in self._reminders.values():
             handle.cancel()
         self._reminders.clear()
-        timeout = self.settings.notify_timeout
-        if flush and any(target.unsent for target in self.targets):
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout):
-                    await asyncio.gather(*(target.queue.join() for target in self.targets))
-        for target in self.targets:
-            await target.stop()
-        await self.pool.close()
+        await stop_targets(self.targets, self.pool, flush=flush, flush_seconds=self.settings.notify_timeout)
 
     def submit(self, record: Record) -> None:
         """Queue ``record``'s notification for every target; never blocks."""

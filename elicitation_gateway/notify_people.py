@@ -6,14 +6,12 @@ Targets are made the first time a person is notified, since the people file may 
 are named ``person:position`` in logs and metrics, never by their URL, which may hold a token.
 """
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 
 from elicitation_gateway import links
 from elicitation_gateway.metrics import Metrics
-from elicitation_gateway.notify import Notification, Target
+from elicitation_gateway.notify import Notification, Target, stop_targets
 from elicitation_gateway.notify_workers import Pool
 from elicitation_gateway.people import Person
 from elicitation_gateway.records import Record
@@ -41,8 +39,7 @@ class PeopleNotifier:
     ) -> None:
         self.settings = settings
         self.sent = sent
-        secret = settings.link_secret.get_secret_value() if settings.link_secret else None
-        self.link_secret = links.secret_of(secret)
+        self.link_secret = links.secret_of(settings.link_secret)
         """What the one-tap links in each person's notifications are signed with."""
         self.metrics = metrics
         self.still_pending = still_pending
@@ -78,10 +75,4 @@ class PeopleNotifier:
     async def stop(self, *, flush: bool = False) -> None:
         """Stop sending; with ``flush``, what is queued is sent first, for up to ``notify_timeout``."""
         targets = list(self.targets.values())
-        if flush and any(target.unsent for target in targets):
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.settings.notify_timeout):
-                    await asyncio.gather(*(target.queue.join() for target in targets))
-        for target in targets:
-            await target.stop()
-        await self.pool.close()
+        await stop_targets(targets, self.pool, flush=flush, flush_seconds=self.settings.notify_timeout)

@@ -62,13 +62,12 @@ class _Refused(Exception):
 def link_secret(settings: Settings) -> bytes:
     """The secret this gateway signs and checks links with; without ``GATEWAY_LINK_SECRET`` where
     links are made (people and a public URL), a warning that they last only as long as this process."""
-    configured = settings.link_secret.get_secret_value() if settings.link_secret else None
-    if configured is None and settings.people is not None and settings.public_url:
+    if settings.link_secret is None and settings.people is not None and settings.public_url:
         logger.warning(
             "one-tap links are signed with a secret of this process: they stop working when it restarts, "
             "and other replicas refuse them; set GATEWAY_LINK_SECRET"
         )
-    return links.secret_of(configured)
+    return links.secret_of(settings.link_secret)
 
 
 def _gateway(request: Request) -> Gateway:
