@@ -38,6 +38,7 @@ __all__ = [
     "GatewayClient",
     "GatewayError",
     "GatewayRefused",
+    "GatewayResult",
     "GatewayUnavailable",
     "OnTimeout",
     "default_url",
@@ -50,6 +51,18 @@ OnTimeout = Literal["cancel", "default"]
 """At a question's timeout the tool gets ``cancel``, or (``default``) the schema's defaults accepted."""
 _RETRYABLE_STATUSES = frozenset({502, 503, 504})
 """What a proxy (or a restarting gateway) answers while the gateway cannot be reached."""
+
+
+class GatewayResult(ElicitResult):
+    """An ``ElicitResult`` that also says who answered or declined: the person signed in, on a gateway
+    with people (``GATEWAY_PEOPLE``); None otherwise. It is an ``ElicitResult`` wherever one is
+    expected; :meth:`GatewayClient.elicitation_callback` gives the MCP server a plain one."""
+
+    answered_by: str | None = None
+
+    def plain(self) -> ElicitResult:
+        """The result as MCP defines it, for an MCP peer: who answered stays with the gateway."""
+        return ElicitResult(meta=self.meta, action=self.action, content=self.content)
 
 
 class GatewayError(Exception):
@@ -148,7 +161,7 @@ class GatewayClient:
         asker: str | None = None,
         to: Sequence[str] | None = None,
         escalate: Sequence[Mapping[str, Any]] | None = None,
-    ) -> ElicitResult:
+    ) -> GatewayResult:
         """Ask and wait for the person's answer.
 
         ``params`` are MCP form params (the model, or a dict as on the wire). ``timeout`` is how
@@ -222,7 +235,7 @@ class GatewayClient:
             raise GatewayError("the gateway answered POST /elicitations without an id")
         return request_id
 
-    async def result(self, request_id: str) -> ElicitResult:
+    async def result(self, request_id: str) -> GatewayResult:
         """Wait for a created elicitation's result, long-polling and reconnecting as needed."""
         path = f"/elicitations/{request_id}"
         while True:
@@ -271,11 +284,12 @@ class GatewayClient:
                 message="URL mode elicitation is not supported: the gateway asks form elicitations only",
             )
         try:
-            return await self.elicit(params)
+            result = await self.elicit(params)
         except GatewayRefused as error:
             return ErrorData(code=INVALID_PARAMS, message=error.message)
         except GatewayError as error:
             return ErrorData(code=INTERNAL_ERROR, message=error.message)
+        return result.plain()
 
     # ---------------------------------------------------------------------------------------------
 
@@ -336,17 +350,17 @@ def form_params(params: ElicitRequestFormParams | Mapping[str, Any]) -> dict[str
     return params.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-def parse_result(result: Any) -> ElicitResult:
-    """An ``ElicitResult`` from the wire, with ``content`` present exactly when accepted."""
+def parse_result(result: Any) -> GatewayResult:
+    """A :class:`GatewayResult` from the wire, with ``content`` present exactly when accepted."""
     try:
-        parsed = ElicitResult.model_validate(result)
+        parsed = GatewayResult.model_validate(result)
     except ValidationError as error:
         raise GatewayError(f"the gateway sent a result that is not an ElicitResult: {error}") from None
     if parsed.action == "accept":
         if parsed.content is None:
             raise GatewayError("the gateway sent an accepted result without content")
         return parsed
-    return ElicitResult(action=parsed.action)
+    return GatewayResult(action=parsed.action, answered_by=parsed.answered_by)
 
 
 def _from_proxy(response: httpx.Response) -> bool:

@@ -265,7 +265,7 @@ class Asker:
         self.faults.recovered()
         if isinstance(params, ElicitRequestURLParams):
             return ElicitResult(action=result.action)
-        return result
+        return result.plain()
 
     @contextlib.asynccontextmanager
     async def _keeping_alive(self, calls: list[Call], message: str) -> Any:

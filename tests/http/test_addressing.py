@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 from mcp.client import Client
+from mcp.types import ElicitRequestFormParams
 
 from elicitation_gateway.client import GatewayClient
 from tests.helpers import form, read_events, text_properties
@@ -210,6 +211,25 @@ async def test_the_python_client_addresses_a_question(team):
         assert await listed(http["alice"]) == []
 
 
+async def test_the_python_client_learns_who_answered_and_mcp_servers_do_not(team):
+    async with clients(team) as http, GatewayClient(team.url) as gateway:
+        asking = asyncio.create_task(gateway.elicit(PARAMS, to=["group:oncall"]))
+        [request_id] = await until_listed(http["alice"])
+        await http["alice"].post(f"/question/{request_id}/reply", json={"answers": [["ship"]]})
+        result = await asking
+        assert (result.action, result.content, result.answered_by) == ("accept", {"k0": "ship"}, "alice")
+        asking = asyncio.create_task(gateway.elicit(PARAMS, to=["carol"]))
+        [request_id] = await until_listed(http["carol"])
+        await http["carol"].post(f"/question/{request_id}/reject", json={"action": "decline"})
+        assert ((await asking).action, (await asking).answered_by) == ("decline", "carol")
+        # An MCP server asking through the client's elicitation callback gets the result as MCP has it.
+        answering = asyncio.create_task(gateway.elicitation_callback(None, ElicitRequestFormParams(**PARAMS)))
+        [request_id] = await until_listed(http["opencode"])
+        await http["bob"].post(f"/question/{request_id}/reply", json={"answers": [["go"]]})
+        sent = (await answering).model_dump(mode="json", by_alias=True, exclude_none=True)
+        assert sent == {"action": "accept", "content": {"k0": "go"}}
+
+
 async def test_the_mcp_question_tool_addresses_a_question(team):
     questions = [{"question": "Deploy now?", "header": "Deploy", "options": []}]
     async with clients(team) as http, Client(f"{team.url}/mcp") as mcp:
@@ -252,4 +272,4 @@ async def test_ask_on_the_command_line_addresses_a_question(team):
             if process.returncode is None:
                 process.kill()
                 await process.wait()
-        assert json.loads(out) == {"action": "accept", "content": {"k0": "go"}}
+        assert json.loads(out) == {"action": "accept", "content": {"k0": "go"}, "answeredBy": "carol"}

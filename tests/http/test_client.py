@@ -11,7 +11,13 @@ import httpx
 import mcp.types as types
 import pytest
 
-from elicitation_gateway.client import ElicitationLost, GatewayClient, GatewayRefused, GatewayUnavailable
+from elicitation_gateway.client import (
+    ElicitationLost,
+    GatewayClient,
+    GatewayRefused,
+    GatewayResult,
+    GatewayUnavailable,
+)
 from tests.conftest import TEST_DIRECTORY
 from tests.helpers import form, pending, read_events
 
@@ -63,7 +69,7 @@ async def test_a_plain_dict_and_the_question_options_reach_the_question(server, 
     record = record_of(server, request["id"])
     assert record.directory == TEST_DIRECTORY
     assert record.expires_at - record.created_at == pytest.approx(30)
-    assert result == types.ElicitResult(action="accept", content={"color": "red", "count": 1})
+    assert result == GatewayResult(action="accept", content={"color": "red", "count": 1})
 
 
 def record_of(server, request_id: str):
@@ -82,7 +88,7 @@ async def test_decline_and_cancel_carry_no_content(server, client, body, action)
         rejected = await client.post(f"/question/{request['id']}/reject", json=body)
         assert rejected.status_code == 200
         result = await tool
-    assert result == types.ElicitResult(action=action)
+    assert result == GatewayResult(action=action)
     assert result.content is None
 
 
@@ -101,7 +107,7 @@ async def test_on_timeout_default_gives_the_schemas_defaults(server):
     }
     async with GatewayClient(server.url, poll_wait=0.2) as gateway:
         result = await gateway.elicit(form(with_defaults), timeout=0.3, on_timeout="default")
-    assert result == types.ElicitResult(action="accept", content={"color": "red"})
+    assert result == GatewayResult(action="accept", content={"color": "red"})
     async with GatewayClient(server.url, poll_wait=0.2, on_timeout="default") as gateway:
         assert (await gateway.elicit(form(with_defaults), timeout=0.3)).action == "accept"
         with pytest.raises(GatewayRefused) as refused:  # count has no default: refused, nothing asked
