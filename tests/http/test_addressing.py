@@ -1,7 +1,7 @@
 """Questions addressed to people (``"to"``, GATEWAY_PEOPLE) on a real gateway: listed, streamed, shown and
 answerable only for the people and groups they name, not found for anyone else (the shared login
 included); who answered on the record, in the tool's result and in ``question.replied``; a ``to`` that
-names nobody refused with nothing asked."""
+names nobody refused with nothing asked. On the memory, SQLite and Redis stores."""
 
 import asyncio
 import contextlib
@@ -34,11 +34,21 @@ LOGINS = {"alice": "alice-pass", "bob": "bob-pass", "carol": "carol-pass", "open
 PARAMS = form(text_properties(1), "Deploy?")
 
 
-@pytest.fixture
-def team(make_server, tmp_path):
+pytest_plugins = ["tests.redis_server"]
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def team(request, make_server, tmp_path):
+    """A gateway with people on each store: whom a question is for, and who answered it, are kept
+    by every backend."""
     path = tmp_path / "people.toml"
     path.write_text(PEOPLE)
-    return make_server(people=path, answerer_password=SHARED)
+    backend = {}
+    if request.param == "redis":
+        backend = {"store": request.getfixturevalue("redis_url")}
+    elif request.param == "sqlite":
+        backend = {"store": f"sqlite:///{tmp_path}/gateway.db"}
+    return make_server(people=path, answerer_password=SHARED, **backend)
 
 
 @contextlib.asynccontextmanager
