@@ -55,3 +55,36 @@ def test_the_opencode_sdk_subscribes_lists_replies_rejects_and_replays(server):
     assert failed, report
     assert int(passed.group(1)) >= 4, report
     assert int(failed.group(1)) == 0, report
+
+
+PEOPLE = """
+[people.alice]
+password = "alice-pass"
+
+[people.carol]
+password = "carol-pass"
+"""
+
+
+@pytest.mark.timeout(120)
+def test_the_opencode_sdk_signs_in_as_each_person(make_server, tmp_path):
+    """With GATEWAY_PEOPLE, the SDK signs in with a person's own login (HTTP Basic, as on a
+    password-protected OpenCode server) and sees, streams and answers that person's questions alone."""
+    node = _node_or_explain()
+    people = tmp_path / "people.toml"
+    people.write_text(PEOPLE)
+    server = make_server(people=people)
+    completed = subprocess.run(
+        [node, "--test", "--test-reporter=tap", "opencode-sdk-people.test.js"],
+        cwd=NODE_TESTS,
+        env={**os.environ, "GATEWAY_URL": server.url},
+        capture_output=True,
+        text=True,
+        timeout=100,
+        check=False,
+    )
+    report = completed.stdout + completed.stderr
+    assert completed.returncode == 0, report
+    passed = re.search(r"^# pass (\d+)$", completed.stdout, re.MULTILINE)
+    assert passed, report
+    assert int(passed.group(1)) == 3, report

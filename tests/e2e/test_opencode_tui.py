@@ -240,3 +240,42 @@ async def test_a_refused_answer_leaves_the_form_as_it_was_and_the_reason_in_the_
         tui.keys("Enter")
         result = await asyncio.wait_for(tool, 20)
         assert result.json() == {"action": "accept", "content": {"model": "SY215C", "hours": 1200}}
+
+
+async def test_the_opencode_tui_signed_in_as_a_person_shows_their_questions_alone(
+    make_server: Callable[..., RunningServer], opencode: OpenCodeServer, tui: Tui, tmp_path: Path
+):
+    """With GATEWAY_PEOPLE, ``opencode attach`` signs in as a person through OpenCode's own settings
+    (``OPENCODE_SERVER_USERNAME`` / ``OPENCODE_SERVER_PASSWORD``): it shows the questions addressed to
+    them, not another's, and what they do is on record as theirs."""
+    people = tmp_path / "people.toml"
+    people.write_text('[people.alice]\npassword = "alice-pass"\n\n[people.carol]\npassword = "carol-pass"\n')
+    gateway = make_server(opencode_url=opencode.url, people=people)
+    alice = httpx.BasicAuth("alice", "alice-pass")
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=20) as client:
+        created = await client.post("/session", json={"title": "Release"}, auth=alice)
+        session = created.json()["id"]
+        tui.environment.update(OPENCODE_SERVER_USERNAME="alice", OPENCODE_SERVER_PASSWORD="alice-pass")
+        tui.start([str(opencode.binary), "attach", gateway.url, "--session", session])
+        await tui.shows("ctrl+p commands")
+
+        carols = {**EXCAVATOR, "message": "For carol alone", "to": ["carol"]}
+        for_carol = ask(client, carols, sessionID=session, directory=str(opencode.project))
+        carol = httpx.BasicAuth("carol", "carol-pass")
+
+        async def listed_for_carol() -> bool:
+            return bool((await client.get("/question", auth=carol)).json())
+
+        await until(listed_for_carol, what="carol's question listed")
+        alices = {**EXCAVATOR, "message": "For alice", "to": ["alice"]}
+        for_alice = ask(client, alices, sessionID=session, directory=str(opencode.project))
+        screen = await tui.shows("For alice", "SY215C", "Confirm")
+        assert "For carol alone" not in screen
+        tui.keys("Escape")
+        assert (await asyncio.wait_for(for_alice, 20)).json() == {"action": "cancel", "answeredBy": "alice"}
+        await tui.shows("ctrl+p commands", gone="SY215C")
+        assert not for_carol.done()  # still carol's to answer, and never shown here
+        assert "For carol alone" not in tui.screen()
+        [request_id] = [question["id"] for question in (await client.get("/question", auth=carol)).json()]
+        await client.post(f"/question/{request_id}/reject", auth=carol)
+        assert (await asyncio.wait_for(for_carol, 20)).json() == {"action": "cancel", "answeredBy": "carol"}
