@@ -157,6 +157,8 @@ async def test_a_deleted_file_is_503_with_a_reason_and_a_graceful_stop_writes_it
             kept = await created(client)
             blocking = ask(client, QUESTION)
             [_, blocking_id] = [question["id"] for question in await pending(client, 2)]
+            # The audit trail is written in order: the last ask's entry there, every earlier one is.
+            await until(lambda: audited(client, blocking_id), what="the audit entries written")
             path.unlink()
 
             assert_store_unavailable(await client.post("/elicitations", json=QUESTION), "was deleted")
@@ -200,6 +202,7 @@ async def test_a_full_disk_is_503_and_the_gateway_recovers_when_it_is_freed(tmp_
     with gateway_process("--port", "0", "--store", f"sqlite:///{path}") as (process, url):
         async with httpx.AsyncClient(base_url=url, timeout=10) as client:
             kept = await created(client)
+            await until(lambda: audited(client, kept), what="the question's audit entry written")
             full = await asyncio.to_thread(lambda: Path(f"{path}-wal").stat().st_size)
             resource.prlimit(process.pid, resource.RLIMIT_FSIZE, (full, resource.RLIM_INFINITY))
             try:
@@ -227,6 +230,13 @@ async def test_a_full_disk_is_503_and_the_gateway_recovers_when_it_is_freed(tmp_
     assert any("written again" in entry["message"] for entry in entries if entry["level"] == "info")
 
 
+async def audited(client: httpx.AsyncClient, request_id: str) -> bool:
+    """Whether the audit trail holds the question's ``asked``: it is written just after the ask, and
+    would otherwise meet the full disk too."""
+    response = await client.get("/audit", params={"question": request_id})
+    return response.status_code == 200 and '"asked"' in response.text
+
+
 BIG_QUESTION = form(
     {
         "type": "object",
@@ -246,6 +256,7 @@ async def test_under_a_file_size_limit_readiness_says_what_a_large_ask_gets(tmp_
     with gateway_process("--port", "0", "--store", f"sqlite:///{path}") as (process, url):
         async with httpx.AsyncClient(base_url=url, timeout=10) as client:
             kept = await created(client)
+            await until(lambda: audited(client, kept), what="the question's audit entry written")
             logged = await asyncio.to_thread(lambda: Path(f"{path}-wal").stat().st_size)
             limit = logged + 128 * 1024  # room for a few small changes
             resource.prlimit(process.pid, resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
@@ -306,6 +317,7 @@ async def test_a_file_that_takes_no_writes_is_not_ready_before_an_ask_meets_it(t
     with gateway_process("--port", "0", "--store", f"sqlite:///{path}") as (process, url):
         async with httpx.AsyncClient(base_url=url, timeout=10) as client:
             kept = await created(client)
+            await until(lambda: audited(client, kept), what="the question's audit entry written")
             files = [path, Path(f"{path}-wal")]
             chattr("+i", *files)
             try:

@@ -342,7 +342,7 @@ async def test_the_python_client_the_mcp_tool_and_ask_escalate(make_server, tmp_
             if process.returncode is None:
                 process.kill()
                 await process.wait()
-        assert json.loads(out) == {"action": "accept", "content": {"k0": "yes"}}
+        assert json.loads(out) == {"action": "accept", "content": {"k0": "yes"}, "answeredBy": "bob"}
         assert (await call).structured_content == {"action": "accept", "answers": [["yes"]]}
         refused = await mcp.call_tool(
             "question", {"questions": questions, "to": ["dave"], "escalate": [{"after": 0, "to": ["bob"]}]}
