@@ -16,7 +16,7 @@ import httpx
 from elicitation_gateway.answerer.connection import AnswererClient
 from elicitation_gateway.audit import verify
 from tests.helpers import form, text_properties, until
-from tests.http.test_notify import Receiver
+from tests.receivers import Receiver
 
 pytest_plugins = ["tests.redis_server"]
 
