@@ -234,8 +234,9 @@ async def test_a_restart_on_sqlite_keeps_the_audience_and_notifies_no_step_again
     store = {"store": f"sqlite:///{tmp_path / 'gateway.db'}"}
     first = make_server(**settings(tmp_path, inboxes, **store))
     async with logins(first) as http:
+        # Step two well after step one: the first process has stopped before it, even on a loaded machine.
         request_id = await create(
-            http["tool"], to=["dave"], escalate=[{"after": 1, "to": ["bob"]}, {"after": 4, "to": ["carol"]}]
+            http["tool"], to=["dave"], escalate=[{"after": 1, "to": ["bob"]}, {"after": 8, "to": ["carol"]}]
         )
         await until(lambda: inboxes.about("bob", request_id) == 1, what="step one notified")
     await asyncio.to_thread(first.stop)
