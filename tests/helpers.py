@@ -100,6 +100,15 @@ class EventReader:
                 if type is None or frame.type == type:
                     return frame
 
+    async def through(self, type: str, timeout: float = SAFETY_NET) -> list[Frame]:
+        """Every frame up to the next of ``type``, that one included: what came before a later event,
+        to check that something did not come, whatever the time it takes."""
+        frames: list[Frame] = []
+        async with asyncio.timeout(timeout):
+            while not frames or frames[-1].type != type:
+                frames.append(await self.frames.get())
+        return frames
+
     async def no_frame(self, within: float = 0.3, type: str | None = None) -> None:
         """Assert that no frame (of ``type``) arrives in ``within`` seconds."""
         with contextlib.suppress(TimeoutError):

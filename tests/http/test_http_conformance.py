@@ -46,10 +46,12 @@ async def answer(client: httpx.AsyncClient, request_id: str) -> httpx.Response:
 
 
 async def forgotten(client: httpx.AsyncClient, request_id: str) -> bool:
-    """Whether ``GET /elicitations/{id}`` turns 404 within a few seconds."""
-    async with asyncio.timeout(5):
-        while (await client.get(f"/elicitations/{request_id}")).status_code != 404:  # noqa: ASYNC110
-            await asyncio.sleep(0.05)
+    """Whether ``GET /elicitations/{id}`` turns 404 (failing after the helpers' safety net)."""
+
+    async def gone() -> bool:
+        return (await client.get(f"/elicitations/{request_id}")).status_code == 404
+
+    await until(gone, what=f"{request_id} forgotten")
     return True
 
 
@@ -246,8 +248,4 @@ async def test_streams_opening_at_once_do_not_overshoot_the_subscriber_limit(sta
         async with asyncio.timeout(30):
             await asyncio.gather(*(open_stream(client) for _ in range(attempts)))
     assert sorted(statuses) == [200] * 3 + [429] * (attempts - 3)
-    for _ in range(250):
-        if server.gateway.subscribers == 0:
-            break
-        await asyncio.sleep(0.02)
-    assert server.gateway.subscribers == 0  # every slot is given back
+    await until(lambda: server.gateway.subscribers == 0, what="every slot given back")

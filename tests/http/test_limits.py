@@ -1,11 +1,9 @@
 """Every limit is a setting with a clear 4xx when hit, and hitting it changes nothing."""
 
-import asyncio
-
 import httpx
 import pytest
 
-from tests.helpers import form, read_events, text_properties
+from tests.helpers import form, read_events, text_properties, until
 
 
 def choices(count: int) -> dict:
@@ -100,10 +98,8 @@ async def test_subscribers(make_server):
         assert refused.status_code == 429
         assert refused.json()["error"] == "too_many_subscribers"
     async with httpx.AsyncClient(base_url=server.url) as client:
-        for _ in range(50):  # the first stream's slot is freed once it closes
-            if server.gateway.subscribers == 0:
-                break
-            await asyncio.sleep(0.02)
+        # The first stream's slot is freed once it closes.
+        await until(lambda: server.gateway.subscribers == 0, what="the first stream's slot freed")
         async with read_events(client) as events:
             assert events.response is not None
             assert events.response.status_code == 200

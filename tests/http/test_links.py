@@ -12,7 +12,7 @@ import pytest
 
 from elicitation_gateway import links
 from elicitation_gateway.links import Link
-from tests.helpers import ask, form, pending
+from tests.helpers import ask, form, pending, until
 
 pytest_plugins = ["tests.redis_server"]
 
@@ -184,7 +184,11 @@ async def test_a_question_that_expired_says_so(team, anyone):
     response = await anyone.post("/elicitations", json={**YES_NO, "to": ["alice"]}, params={"timeout": "0.3"})
     request_id = response.json()["id"]
     token = token_of(team, request_id, expires=int(time.time()) + 60)  # a link that outlives it
-    await asyncio.sleep(0.5)
+
+    async def over() -> bool:
+        return await status_of(anyone, request_id) != "pending"
+
+    await until(over, what="the question expired")
     shown = await anyone.get(f"/link/{token}")
     assert shown.status_code == 410
     assert "expired unanswered" in shown.text
@@ -240,8 +244,11 @@ async def test_a_person_moved_out_of_the_group_can_no_longer_answer(team, anyone
     request_id = await asked(anyone, to=("group:oncall",))
     token = token_of(team, request_id)
     (tmp_path / "people.toml").write_text(PEOPLE.replace('groups = ["oncall"]', "groups = []"))
-    team.call(team.app.state.people.reload)
-    await asyncio.sleep(0.1)
+
+    async def reload() -> None:
+        team.app.state.people.reload()
+
+    await asyncio.to_thread(team.run, reload())  # done on the gateway's loop before this goes on
     assert (await anyone.post(f"/link/{token}")).status_code == 404
     assert await status_of(anyone, request_id) == "pending"
 

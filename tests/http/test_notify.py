@@ -9,14 +9,13 @@ import logging
 import socket
 import time
 from collections.abc import AsyncIterator
-from typing import Any
 
 import httpx
 import pytest
-from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers import child_processes, until
+from tests.receivers import Receiver, question_of
 
 pytest_plugins = ["tests.redis_server"]
 
@@ -32,54 +31,6 @@ PARAMS = {
         "required": ["target"],
     },
 }
-
-
-class Receiver:
-    """An HTTP server on a free loopback port that keeps every POST it gets; it answers the first
-    ``failures`` of them with a 500."""
-
-    def __init__(self, delay: float = 0, failures: int = 0) -> None:
-        self.delay = delay
-        self.failures = failures
-        self.posts: list[dict[str, Any]] = []
-        self.received = asyncio.Event()
-        self.port = 0
-        self._runner: web.AppRunner | None = None
-
-    async def _handle(self, request: web.Request) -> web.Response:
-        self.posts.append({"body": await request.text(), "headers": dict(request.headers)})
-        self.received.set()
-        await asyncio.sleep(self.delay)
-        if len(self.posts) <= self.failures:
-            return web.json_response({"ok": False}, status=500)
-        return web.json_response({"ok": True})
-
-    async def start(self) -> "Receiver":
-        app = web.Application()
-        app.router.add_post("/{path:.*}", self._handle)
-        self._runner = web.AppRunner(app, shutdown_timeout=0.1)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        return self
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-
-    @property
-    def url(self) -> str:
-        return f"json://127.0.0.1:{self.port}/hook"
-
-    def asked(self) -> list[str]:
-        """The question each post announced, in order."""
-        return [question_of(post["body"]) for post in self.posts]
-
-
-def question_of(body: str) -> str:
-    message = json.loads(body)["message"]
-    return message.rsplit("?question=", 1)[1].split()[0]
 
 
 class DripTarget:
@@ -224,8 +175,11 @@ async def test_a_new_question_is_notified_once_with_its_headers_and_a_link(
         request_id = await ask(http)
         await asyncio.wait_for(receiver.received.wait(), 10)
         text = await wait_for_outcome(http, "sent", 1, within=5)
-        await asyncio.sleep(0.3)  # a second post would have come by now
-    assert len(receiver.posts) == 1
+        # A target sends one notification at a time, in order: a second post of the first question
+        # would come before the next question's.
+        later = await ask(http)
+        await until(lambda: later in receiver.asked(), what="the next question announced")
+    assert receiver.asked() == [request_id, later]
     raw = receiver.posts[0]["body"]
     body = json.loads(raw)
     assert body["title"] == "Question: Target"
@@ -384,11 +338,10 @@ async def test_a_target_that_never_finishes_answering_holds_up_no_other(make_ser
             # Each stuck attempt ends at its deadline: the gateway hangs up on the drip.
             await until(lambda: drip.hung_up >= 3, timeout=20, what="stuck attempts cut off")
             assert len(child_processes() - before) <= 2
-            await asyncio.sleep(0.3)
-            assert receiver.asked() == asked  # never again
         await asyncio.to_thread(server.stop)
         await until(lambda: drip.open == 0, what="every drip connection closed by the gateway")
         assert child_processes() <= before, "a notification worker left after stop"
+        assert receiver.asked() == asked  # never again, up to the end
         counts = notifications(server.gateway.metrics.exposition().decode())
         assert outcomes_of(counts, "1:json") == {"sent": questions, "failed": 0, "skipped": 0, "dropped": 0}
         stuck = outcomes_of(counts, "2:json")
@@ -425,12 +378,16 @@ async def test_a_failing_target_is_retried_without_sending_again_to_the_others(m
         server = make_server(notify=[flaky.url, receiver.url], notify_retries=3, public_url="https://gw.test")
         async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
             asked = await ask(http)
-            text = await wait_for_outcome(http, "sent", 1, within=10, target="1:json")
-            await asyncio.sleep(0.3)  # another post to the good target would have come by now
-        assert flaky.asked() == [asked] * 3  # two 500s, then accepted
-        assert receiver.asked() == [asked]
-        assert outcomes(text, "1:json") == {"sent": 1, "failed": 0, "skipped": 0, "dropped": 0}
-        assert outcomes(text, "2:json") == {"sent": 1, "failed": 0, "skipped": 0, "dropped": 0}
+            await wait_for_outcome(http, "sent", 1, within=10, target="1:json")
+            # Each target sends one notification at a time, in order: once both have the next
+            # question, a repeat of the first to the good target would have come before it.
+            later = await ask(http)
+            await wait_for_outcome(http, "sent", 2, within=10, target="1:json")
+            text = await wait_for_outcome(http, "sent", 2, within=10, target="2:json")
+        assert flaky.asked() == [asked] * 3 + [later]  # two 500s, then accepted; the next at once
+        assert receiver.asked() == [asked, later]
+        assert outcomes(text, "1:json") == {"sent": 2, "failed": 0, "skipped": 0, "dropped": 0}
+        assert outcomes(text, "2:json") == {"sent": 2, "failed": 0, "skipped": 0, "dropped": 0}
     finally:
         await flaky.stop()
 

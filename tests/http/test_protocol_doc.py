@@ -316,10 +316,7 @@ async def _too_many_subscribers(client: httpx.AsyncClient) -> list[httpx.Respons
 async def _shutting_down(make: Make) -> list[httpx.Response]:
     server = make()
     server.call(lambda: asyncio.ensure_future(server.gateway.shutdown()))
-    for _ in range(200):
-        if server.gateway.closing:
-            break
-        await asyncio.sleep(0.01)
+    await until(lambda: bool(server.gateway.closing), what="the gateway closing")
     async with client_of(server) as client:
         return [await client.post("/elicitations", json=FORM)]
 

@@ -13,7 +13,7 @@ import pytest
 
 from elicitation_gateway.display import safe
 from tests.conftest import TEST_DIRECTORY
-from tests.helpers import EventReader, Frame, ask, form, read_events, text_properties
+from tests.helpers import EventReader, Frame, ask, form, read_events, text_properties, until
 
 EVENT_ID = re.compile(r"^evt_[0-9a-f]{12}[0-9A-Za-z]{14}$")
 FINISHED = ("question.replied", "question.rejected")
@@ -495,9 +495,9 @@ async def test_a_stalled_subscriber_is_disconnected_while_others_keep_working(ma
     subscribers = server.gateway.store._index._subscribers
     raw = _stalled_subscriber(server.port)
     try:
-        async with asyncio.timeout(5):
-            while not subscribers:  # noqa: ASYNC110  (a set in the server's thread)
-                await asyncio.sleep(0.01)
+        await until(
+            lambda: bool(subscribers), what="the stalled subscriber subscribed"
+        )  # a set in the server's thread
         big = "x" * 200_000
         published = 0
         async with (
@@ -550,8 +550,9 @@ async def test_a_client_that_leaves_while_its_stream_subscribes_frees_everything
             client.stream("GET", "/event") as response,
         ):
             assert response.status_code == 200  # and the client leaves at once
-        async with asyncio.timeout(5):
-            while server.gateway.subscribers or len(store._index._subscribers):  # noqa: ASYNC110
-                await asyncio.sleep(0.02)
+        await until(
+            lambda: not (server.gateway.subscribers or len(store._index._subscribers)),
+            what="the subscription and its slot freed",
+        )
     finally:
         store.subscribe = subscribe

@@ -484,12 +484,14 @@ async def test_finished_results_are_kept_for_result_ttl_then_forgotten(make_serv
             "status": "answered",
             "result": COLOR_ACCEPTED,
         }
-        async with asyncio.timeout(5):
-            while True:
-                response = await client.get(f"/elicitations/{request_id}")
-                if response.status_code != 200:
-                    break
-                await asyncio.sleep(0.05)
+        response = await client.get(f"/elicitations/{request_id}")
+
+        async def gone() -> bool:
+            nonlocal response
+            response = await client.get(f"/elicitations/{request_id}")
+            return response.status_code != 200
+
+        await until(gone, what="the result forgotten")
         assert response.status_code == 404
 
 

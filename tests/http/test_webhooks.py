@@ -9,61 +9,22 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from aiohttp import web
+from prometheus_client.parser import text_string_to_metric_families
 
 from elicitation_gateway import webhooks
 from elicitation_gateway.webhooks import WebhookSender
-from tests.helpers import ask, form, pending
+from tests.helpers import ask, form, pending, until
+from tests.receivers import Receiver
 
 pytest_plugins = ["tests.redis_server"]
 
 SECRET = "whsec_" + base64.b64encode(os.urandom(24)).decode()
 NODE_TESTS = Path(__file__).resolve().parents[1] / "e2e" / "node"
-
-
-class Receiver:
-    """Keeps every POST; answers the first ``failures`` with a 500, or never answers when ``hang``."""
-
-    def __init__(self, failures: int = 0, hang: bool = False) -> None:
-        self.failures = failures
-        self.hang = hang
-        self.posts: list[dict[str, Any]] = []
-        self.port = 0
-        self._runner: web.AppRunner | None = None
-
-    async def _handle(self, request: web.Request) -> web.Response:
-        self.posts.append(
-            {"body": await request.text(), "headers": dict(request.headers), "at": time.monotonic()}
-        )
-        if self.hang:
-            await asyncio.sleep(3600)
-        if len(self.posts) <= self.failures:
-            return web.json_response({"ok": False}, status=500)
-        return web.json_response({"ok": True})
-
-    async def __aenter__(self) -> "Receiver":
-        app = web.Application()
-        app.router.add_post("/{path:.*}", self._handle)
-        self._runner = web.AppRunner(app, shutdown_timeout=0.1)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        return self
-
-    async def __aexit__(self, *_: object) -> None:
-        assert self._runner is not None
-        await self._runner.cleanup()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/hooks"
 
 
 class Dripper:
@@ -120,16 +81,9 @@ def verified_by_the_reference_library(secret: str, posts: list[dict[str, Any]]) 
     return [line if line.startswith("refused") else json.loads(line) for line in done.stdout.splitlines()]
 
 
-async def until(predicate: Any, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.01)
-
-
 async def test_each_event_reaches_every_receiver_signed_as_the_specification_says():
     outcomes: list[tuple[str, str]] = []
-    async with Receiver() as first, Receiver() as second:
+    async with Receiver(scheme="http") as first, Receiver(scheme="http") as second:
         sender = WebhookSender([first.url, second.url], SECRET, on_outcome=lambda *o: outcomes.append(o))
         sender.start()
         try:
@@ -152,7 +106,7 @@ async def test_each_event_reaches_every_receiver_signed_as_the_specification_say
 
 
 async def test_a_wrong_secret_or_an_edited_body_is_refused_by_the_reference_library():
-    async with Receiver() as receiver:
+    async with Receiver(scheme="http") as receiver:
         sender = WebhookSender([receiver.url], SECRET)
         sender.start()
         try:
@@ -169,7 +123,7 @@ async def test_a_wrong_secret_or_an_edited_body_is_refused_by_the_reference_libr
 
 async def test_a_failed_delivery_is_retried_with_the_same_id_and_signed_anew():
     outcomes: list[str] = []
-    async with Receiver(failures=2) as receiver:
+    async with Receiver(scheme="http", failures=2) as receiver:
         sender = WebhookSender(
             [receiver.url], SECRET, retries=(0.05, 0.05, 0.05), on_outcome=lambda _, o: outcomes.append(o)
         )
@@ -190,15 +144,14 @@ async def test_a_failed_delivery_is_retried_with_the_same_id_and_signed_anew():
 
 async def test_a_delivery_that_keeps_failing_stops_after_its_retries():
     outcomes: list[str] = []
-    async with Receiver(failures=100) as receiver:
+    async with Receiver(scheme="http", failures=100) as receiver:
         sender = WebhookSender(
             [receiver.url], SECRET, retries=(0.01, 0.01), on_outcome=lambda _, o: outcomes.append(o)
         )
         sender.start()
         try:
             sender.submit("evt_1", "question.asked", {"id": "que_1"})
-            await until(lambda: "failed" in outcomes)
-            await asyncio.sleep(0.2)
+            await until(lambda: "failed" in outcomes)  # each attempt ends in one outcome
         finally:
             await sender.stop()
     assert len(receiver.posts) == 3
@@ -209,7 +162,11 @@ async def test_receivers_that_never_answer_or_drip_delay_no_other():
     """The hanging and dripping receivers hold every one of their deliveries to the deadline; the good
     receiver has each event before the first of theirs ends all the same, and theirs do end."""
     outcomes: list[tuple[str, str]] = []
-    async with Receiver() as good, Receiver(hang=True) as hanging, Dripper() as dripper:
+    async with (
+        Receiver(scheme="http") as good,
+        Receiver(scheme="http", hang=True) as hanging,
+        Dripper() as dripper,
+    ):
         sender = WebhookSender(
             [hanging.url, dripper.url, good.url],
             SECRET,
@@ -235,7 +192,7 @@ async def test_a_receiver_whose_queue_is_full_drops_what_it_cannot_hold(monkeypa
     monkeypatch.setattr(webhooks, "QUEUE_SIZE", 3)
     monkeypatch.setattr(webhooks, "IN_FLIGHT", 1)
     outcomes: list[str] = []
-    async with Receiver(hang=True) as hanging:
+    async with Receiver(scheme="http", hang=True) as hanging:
         sender = WebhookSender(
             [hanging.url], SECRET, retries=(), timeout=5, on_outcome=lambda _, o: outcomes.append(o)
         )
@@ -256,7 +213,7 @@ async def test_a_receiver_whose_queue_is_full_drops_what_it_cannot_hold(monkeypa
 async def test_a_gateway_sends_each_question_event_to_its_receivers(make_server):
     """Asked, then replied; asked, then declined: each event once, signed, with the event's own id,
     and counted by outcome in /metrics."""
-    async with Receiver() as receiver, Receiver(hang=True) as hanging:
+    async with Receiver(scheme="http") as receiver, Receiver(scheme="http", hang=True) as hanging:
         server = make_server(webhook_urls=f"{hanging.url},{receiver.url}", webhook_secret=SECRET)
         async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
             params = form(
@@ -272,11 +229,14 @@ async def test_a_gateway_sends_each_question_event_to_its_receivers(make_server)
                     await http.post(f"/question/{request['id']}/reject")
                 await tool
             sent = 'gateway_webhooks_total{outcome="sent",receiver="2"} 4.0'
-            for _ in range(500):  # the sender counts each delivery once the receiver has answered it
+            metrics = ""
+
+            async def counted() -> bool:  # each delivery once the receiver has answered it
+                nonlocal metrics
                 metrics = (await http.get("/metrics")).text
-                if sent in metrics:
-                    break
-                await asyncio.sleep(0.02)
+                return sent in metrics
+
+            await until(counted, what="four deliveries counted as sent")
     payloads = verified_by_the_reference_library(SECRET, receiver.posts)
     kinds = sorted(p["type"] for p in payloads)
     assert kinds == ["question.asked", "question.asked", "question.rejected", "question.replied"]
@@ -321,7 +281,7 @@ def test_webhook_settings_that_cannot_work_stop_the_start(settings, says):
 async def test_two_replicas_on_redis_send_each_event_once(make_server, redis_url):
     """Every replica of a shared store sees every event; a receiver gets each once, whichever replica
     was asked and whichever was answered."""
-    async with Receiver() as receiver:
+    async with Receiver(scheme="http") as receiver:
         config = {"store": redis_url, "webhook_urls": receiver.url, "webhook_secret": SECRET}
         one, other = make_server(**config), make_server(**config)
         async with (
@@ -335,7 +295,19 @@ async def test_two_replicas_on_redis_send_each_event_once(make_server, redis_url
             assert reply.status_code == 200
             await tool
             await until(lambda: len(receiver.posts) >= 2)
-            await asyncio.sleep(1)  # time enough for a second copy from the other replica
+        # Stopped as SIGTERM stops them: each replica sends what it has queued before it exits, so a
+        # second copy from the replica that did not claim an event would be here by now.
+        for server in (one, other):
+            await asyncio.to_thread(server.stop)
+    sent = [
+        sample.value
+        for server in (one, other)
+        for family in text_string_to_metric_families(server.gateway.metrics.exposition().decode())
+        for sample in family.samples
+        if sample.name == "gateway_webhooks_total" and sample.labels["outcome"] == "sent"
+    ]
+    assert sum(sent) == 2  # one replica or the other sent each event, and only one
+    assert len(receiver.posts) == 2
     payloads = verified_by_the_reference_library(SECRET, receiver.posts)
     assert sorted(p["type"] for p in payloads) == ["question.asked", "question.replied"]
     assert len({post["headers"]["webhook-id"] for post in receiver.posts}) == 2

@@ -13,6 +13,7 @@ from elicitation_gateway.gateway.owed import Owed
 from elicitation_gateway.models import QuestionRequest
 from elicitation_gateway.records import Record
 from elicitation_gateway.stores.base import StoreUnavailable
+from tests.helpers import until
 
 
 class Store:
@@ -60,10 +61,7 @@ async def test_owed_finishes_are_made_once_the_store_is_back_oldest_first():
     assert store.made == []
     assert settled == []
     store.down = False
-    for _ in range(100):
-        if not owed:
-            break
-        await asyncio.sleep(0.01)
+    await until(lambda: not owed, what="every owed finish made")
     assert store.made == [("cancelled: withdrawn", "que_1"), ("expired", "que_2")]
     assert settled == ["que_1", "que_2"]
     assert "que_1" not in owed

@@ -343,7 +343,15 @@ async def test_an_attempt_past_its_deadline_never_announces_late(plugins, stoppe
     notifier.submit(record("que_1"))
     await until(lambda: count(metrics, "1:gwlate", "failed") == 1, what="the attempt failed")
     assert (plugins.directory / "late.pids").exists()  # it had started
-    await asyncio.sleep(2)
+    pids = [int(pid) for pid in (plugins.directory / "late.pids").read_text().split()]
+
+    def ended(pid: int) -> bool:  # gone, or dead and not reaped yet: it records nothing any more
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        except FileNotFoundError:
+            return True
+
+    await until(lambda: all(ended(pid) for pid in pids), what="the late attempt's worker ended")
     assert plugins.recorded == []
 
 

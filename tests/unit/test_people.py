@@ -18,6 +18,7 @@ from elicitation_gateway.people import (
     load_people,
     parse_people,
 )
+from tests.helpers import until
 
 ARGON2 = hash_password("correct horse")
 BCRYPT = bcrypt.hashpw(b"battery staple", bcrypt.gensalt(rounds=4)).decode()
@@ -130,7 +131,8 @@ def test_wrong_passwords_are_hashed_a_few_at_a_time(monkeypatch):
 
     async def flood() -> list[object]:
         tries = [asyncio.create_task(team.login("alice", f"guess {n}")) for n in range(20)]
-        await asyncio.sleep(0.2)
+        await until(lambda: most >= people_module._CONCURRENT_HASHES, what="the first hashes running")
+        await asyncio.sleep(0.2)  # room for more to start, were more let in (however slow, never fewer)
         release.set()
         return await asyncio.gather(*tries)
 
