@@ -20,14 +20,12 @@ from starlette.responses import Response
 from elicitation_gateway.encoding import JsonResponse
 from elicitation_gateway.gateway import Gateway
 from elicitation_gateway.people import PeopleFile
+from elicitation_gateway.server.edge import Edge
 from elicitation_gateway.server.errors import tool_error
 from elicitation_gateway.server.logs import CLIENT_GONE, hide_access_queries
 from elicitation_gateway.server.mcp_endpoint import McpEndpoint
-from elicitation_gateway.server.middleware.access_control import AccessControl
 from elicitation_gateway.server.middleware.browser_guard import BrowserGuard
-from elicitation_gateway.server.middleware.cors import Cors
 from elicitation_gateway.server.middleware.first_routes import FirstRoutes
-from elicitation_gateway.server.middleware.url_text import UrlTextCheck
 from elicitation_gateway.server.openapi import openapi_document
 from elicitation_gateway.server.origins import OriginPolicy
 from elicitation_gateway.server.protocol import route_of
@@ -106,21 +104,23 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     mcp = McpEndpoint(gateway, settings)
     people = PeopleFile(settings.people) if settings.people else None  # a bad file stops the start
     origins = OriginPolicy(settings)  # the one answer to "which hosts, which origins, which CORS headers"
-    middleware = [
-        Middleware(Cors, policy=origins),
-        Middleware(AccessControl, settings=settings, routes=ROUTES, people=people),
-        Middleware(UrlTextCheck, routes=ROUTES),
-    ]
     bridge = None
     if settings.opencode_url:  # bridge mode: decided here, so that without it nothing changes
         from elicitation_gateway.server.bridge import Bridge
         from elicitation_gateway.server.middleware.dispatch import Dispatch
 
         bridge = Bridge(gateway, settings)
-        middleware.insert(0, Middleware(Dispatch, bridge=bridge))
-    # Hosts and origins before anything else (in bridge mode, before requests are forwarded to OpenCode).
-    guarded = bridge.routes if bridge else ROUTES  # in bridge mode, /gateway/mcp is guarded as /mcp
-    middleware.insert(0, Middleware(BrowserGuard, policy=origins, routes=guarded))
+        # Hosts and origins before anything else, requests forwarded to OpenCode included (/gateway/mcp
+        # guarded as /mcp); then the dispatch, and the rest of the edge for the gateway's requests.
+        middleware = [
+            Middleware(BrowserGuard, policy=origins, routes=bridge.routes),
+            Middleware(Dispatch, bridge=bridge),
+            Middleware(Edge, policy=origins, settings=settings, routes=ROUTES, people=people),
+        ]
+    else:  # every check of the edge in one layer, hosts and origins first
+        middleware = [
+            Middleware(Edge, policy=origins, settings=settings, routes=ROUTES, people=people, guarded=ROUTES)
+        ]
     middleware[:0] = tracing_middleware()  # outermost; only with the `otel` extra and a tracer provider
 
     @contextlib.asynccontextmanager

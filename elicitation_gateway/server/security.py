@@ -23,7 +23,8 @@ Web pages on other origins may read as OpenCode allows them (CORS): local pages 
 ``GATEWAY_CORS_ORIGINS``.
 
 The rules are here; the hosts and origins are :mod:`.origins`' (one ``OriginPolicy``), and the layers
-that apply them are in :mod:`.middleware` (``BrowserGuard``, ``Cors``, ``AccessControl``).
+that apply them are in :mod:`.middleware`, each check a function there, applied in one pass by
+:mod:`.edge`.
 """
 
 import base64
@@ -34,7 +35,6 @@ import re
 from typing import Literal, Protocol
 from urllib.parse import parse_qs
 
-from starlette.datastructures import Headers
 from starlette.types import Scope
 
 from elicitation_gateway.settings import Settings
@@ -83,16 +83,18 @@ SHOWN = 200
 """Characters of a refused ``Host``, ``Origin`` or ``Content-Type`` a refusal repeats."""
 
 
-def tool_allowed(headers: Headers, token: str) -> bool:
-    """``Authorization: Bearer <token>``."""
-    scheme, _, given = headers.get("authorization", "").partition(" ")
+def tool_allowed(authorization: str, token: str) -> bool:
+    """``Authorization: Bearer <token>``; ``authorization``: the request's first such header (``""``
+    without one)."""
+    scheme, _, given = authorization.partition(" ")
     return scheme.lower() == "bearer" and same_secret(given.strip(), token)
 
 
-def basic_credentials(scope: Scope, headers: Headers) -> tuple[str, str] | None:
-    """The username and password of HTTP Basic, or of the same base64 in ``?auth_token=``; ``None``
-    when there are none, or they are malformed (which is as wrong as a bad secret)."""
-    scheme, _, encoded = headers.get("authorization", "").partition(" ")
+def basic_credentials(scope: Scope, authorization: str) -> tuple[str, str] | None:
+    """The username and password of HTTP Basic (``authorization``: the request's first
+    ``Authorization``, ``""`` without one), or of the same base64 in ``?auth_token=``; ``None`` when
+    there are none, or they are malformed (which is as wrong as a bad secret)."""
+    scheme, _, encoded = authorization.partition(" ")
     if scheme.lower() != "basic":
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         encoded = (query.get("auth_token") or [""])[0]

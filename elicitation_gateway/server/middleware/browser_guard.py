@@ -8,10 +8,30 @@ from elicitation_gateway.server.origins import OriginPolicy
 from elicitation_gateway.server.security import SHOWN, RouteRules
 
 
+async def guard_refused(
+    policy: OriginPolicy, routes: RouteRules, scope: Scope, send: Send, host: str | None, browser: bool
+) -> bool:
+    """Whether the request was refused here, its refusal sent: a ``Host`` the gateway does not serve
+    (421), or a browser's request from an origin that may not make it (403). ``host``: the request's
+    first ``Host``; ``browser``: whether it has an ``Origin`` or a ``Sec-Fetch-Site``."""
+    if host is not None and not policy.serves(host):
+        await send_error(send, 421, "host_not_allowed", _foreign_host(host))
+        return True
+    method = scope["method"]
+    # A request with neither Origin nor Sec-Fetch-Site comes from no browser: no origin to judge.
+    if browser and method != "OPTIONS" and routes.origin_checked(method, scope["path"]):
+        foreign = policy.foreign_origin(Headers(scope=scope))
+        if foreign is not None:
+            await send_error(send, 403, "cross_origin", _cross_origin(foreign))
+            return True
+    return False
+
+
 class BrowserGuard:
     """The hosts the gateway serves (421 otherwise) and the origins a browser's change may come from
-    (403 otherwise), for every request. The outermost layer but tracing: in bridge mode the requests it
-    forwards to OpenCode are checked too."""
+    (403 otherwise), for every request: the layer of its own in bridge mode, outermost but tracing, so
+    that the requests it forwards to OpenCode are checked too (without the bridge,
+    :class:`~elicitation_gateway.server.edge.Edge` makes the same checks)."""
 
     def __init__(self, app: ASGIApp, policy: OriginPolicy, routes: RouteRules) -> None:
         self.app = app
@@ -30,16 +50,8 @@ class BrowserGuard:
                     host = value.decode("latin-1")
             elif name == b"origin" or name == b"sec-fetch-site":
                 browser = True
-        if host is not None and not self.policy.serves(host):
-            await send_error(send, 421, "host_not_allowed", _foreign_host(host))
+        if await guard_refused(self.policy, self.routes, scope, send, host, browser):
             return
-        method = scope["method"]
-        # A request with neither Origin nor Sec-Fetch-Site comes from no browser: no origin to judge.
-        if browser and method != "OPTIONS" and self.routes.origin_checked(method, scope["path"]):
-            foreign = self.policy.foreign_origin(Headers(scope=scope))
-            if foreign is not None:
-                await send_error(send, 403, "cross_origin", _cross_origin(foreign))
-                return
         await self.app(scope, receive, send)
 
 

@@ -52,7 +52,13 @@ class FirstRoutes:
         }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST":
+        path = scope.get("path", "")
+        # Only /elicit and paths ending /reply can be one: every other request skips the routes' patterns.
+        if (
+            scope["type"] == "http"
+            and scope["method"] == "POST"
+            and (path == "/elicit" or path[-6:] == "/reply")
+        ):
             for route in self.routes:
                 match, child_scope = route.matches(scope)
                 if match is Match.FULL:
