@@ -605,7 +605,9 @@ async def test_a_request_answered_by_someone_else_says_who(make_server, tmp_path
             [request] = await pending(carol)
             reply = await carol.post(f"/question/{request['id']}/reply", json={"answers": [["No"]]})
             assert reply.status_code == 200
-            await until(pilot, lambda: not app.drafts, "the request is gone")
+            # Read as soon as it is shown: a toast leaves the screen after a few seconds.
+            await until(pilot, lambda: bool(app._notifications), "alice is told who answered")
             told = [n.message for n in app._notifications]
             assert told == ["Answered by carol: Ship [b]it[/b]?"]
+            await until(pilot, lambda: not app.drafts, "the request is gone")
         assert (await tool).json()["answeredBy"] == "carol"
