@@ -9,7 +9,6 @@ publishes ``question.replied`` or ``question.rejected``. That is how every ``que
 exactly one of the two, whoever finishes it.
 """
 
-import secrets
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
@@ -19,7 +18,7 @@ from typing import Any
 from elicitation_gateway import events
 from elicitation_gateway.records import Record, Status
 from elicitation_gateway.stores.audit_trail import AuditTrail, MemoryAuditTrail
-from elicitation_gateway.stores.orphans import HeldKey
+from elicitation_gateway.stores.held_keys import HeldKeys, ProcessHeldKeys
 
 
 class Subscription(ABC):
@@ -62,6 +61,11 @@ class Store(ABC):
         """Where this store keeps the audit trail (:mod:`.audit_trail`); in this process by default."""
         return MemoryAuditTrail()
 
+    @cached_property
+    def held_keys(self) -> HeldKeys:
+        """Where Idempotency-Keys are held across processes (:mod:`.held_keys`); nowhere by default."""
+        return ProcessHeldKeys()
+
     async def start(self) -> None:  # noqa: B027  (optional hook)
         """Open connections, start background work."""
 
@@ -102,31 +106,6 @@ class Store(ABC):
     @abstractmethod
     async def end_orphan(self, request_id: str) -> bool:
         """Whether ``request_id`` was still orphaned, unclaimed (its window ended); it is not any more."""
-
-    # Idempotency-Keys held across processes, from the first call's arrival: calls of one key sent at
-    # once to several replicas share one question. A store of one process holds nothing here (the
-    # gateway holds keys in the process): the call is always first, and alone.
-
-    async def join_key(self, caller: str, digest: str, request_id: str) -> HeldKey | None:
-        """Join the calls holding ``caller``'s key, or hold it for ``request_id`` if none does. None
-        while the last call's question is being kept for it (:meth:`leave_key` with ``keep``): join
-        again shortly. Raises :class:`.orphans.DigestMismatch` when it is held for another ``digest``."""
-        return HeldKey(secrets.token_hex(8), request_id, first=True)
-
-    async def held_key(self, caller: str) -> HeldKey | None:
-        """How ``caller``'s key is held now, if it is."""
-        return None
-
-    async def rekey(self, caller: str, epoch: str, request_id: str) -> None:  # noqa: B027
-        """The key, held since ``epoch``, now stands for ``request_id`` (an orphan claimed)."""
-
-    async def leave_key(self, caller: str, epoch: str, *, keep: bool = False) -> int:
-        """One process's calls of the key are gone; how many holders are left. With ``keep``, the last
-        one leaves the key held (others :meth:`join_key` nothing meanwhile) until :meth:`free_key`."""
-        return 0
-
-    async def free_key(self, caller: str, epoch: str) -> None:  # noqa: B027
-        """The key held since ``epoch`` is free (its ask failed, or its question is kept for it)."""
 
     async def abandoned(self) -> list[str]:
         """Pending records whose tool waited on a blocking request to a process that died: nobody can

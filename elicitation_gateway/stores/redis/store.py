@@ -20,10 +20,9 @@ from elicitation_gateway import events
 from elicitation_gateway.records import Record, Status
 from elicitation_gateway.stores.audit_trail import AuditTrail
 from elicitation_gateway.stores.base import Store, StoreUnavailable
-from elicitation_gateway.stores.orphans import HeldKey
 from elicitation_gateway.stores.redis.audit import RedisAuditTrail
 from elicitation_gateway.stores.redis.cache import PendingCache
-from elicitation_gateway.stores.redis.callers import HeldKeys, Orphans
+from elicitation_gateway.stores.redis.callers import Orphans, RedisHeldKeys
 from elicitation_gateway.stores.redis.codec import encode, entry
 from elicitation_gateway.stores.redis.connection import UNREACHABLE, Connection, reachable
 from elicitation_gateway.stores.redis.follower import RedisSubscription, StreamFollower
@@ -76,9 +75,9 @@ class RedisStore(Store):
             subscriber_queue=subscriber_queue,
         )
         self._orphans = Orphans(self._connection, self._keys)
-        self._held_keys = HeldKeys(self._connection, self._keys, replica_liveness)
+        self.held_keys = RedisHeldKeys(self._connection, self._keys, replica_liveness)
         self._liveness = Liveness(
-            self._connection, self._keys, self.replica_id, replica_liveness, self._held_keys.renew
+            self._connection, self._keys, self.replica_id, replica_liveness, self.held_keys.renew
         )
 
     @functools.cached_property
@@ -158,21 +157,6 @@ class RedisStore(Store):
 
     async def end_orphan(self, request_id: str) -> bool:
         return await self._orphans.end(request_id)
-
-    async def join_key(self, caller: str, digest: str, request_id: str) -> HeldKey | None:
-        return await self._held_keys.join(caller, digest, request_id)
-
-    async def held_key(self, caller: str) -> HeldKey | None:
-        return await self._held_keys.held(caller)
-
-    async def rekey(self, caller: str, epoch: str, request_id: str) -> None:
-        await self._held_keys.rekey(caller, epoch, request_id)
-
-    async def leave_key(self, caller: str, epoch: str, *, keep: bool = False) -> int:
-        return await self._held_keys.leave(caller, epoch, keep=keep)
-
-    async def free_key(self, caller: str, epoch: str) -> None:
-        await self._held_keys.free(caller, epoch)
 
     # ---------------------------------------------------------------------------------------------
     # Records
