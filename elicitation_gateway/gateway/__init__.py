@@ -263,7 +263,7 @@ class Gateway:
         here, it is not kept for a caller that went away, and its finish is not owed (after a crash,
         the store must still name it abandoned)."""
         if not (self.waiting.waits(request_id) or request_id in self.owed or self.reattach.keeps(request_id)):
-            self.store.tool_done(request_id)
+            self.store.tool_liveness.done(request_id)
 
     # ---------------------------------------------------------------------------------------------
     # Tool side

@@ -54,7 +54,7 @@ class Following:
         # Questions whose tool waited on a blocking request to the last process have nobody to collect
         # their answer (withdrawn); the others resume their timers (those that expired meanwhile expire
         # now).
-        for request_id in await self.store.abandoned():
+        for request_id in await self.store.tool_liveness.abandoned():
             await self.finish(request_id, "cancelled", {"action": CANCEL}, reason="tool gone at restart")
         for record in await self.store.pending():
             self.admission.carry(record)
@@ -69,7 +69,7 @@ class Following:
         """The questions whose tool waited on a replica found gone are withdrawn."""
         while not self.closing():
             with contextlib.suppress(StoreUnavailable):
-                for request_id in await self.store.abandoned():
+                for request_id in await self.store.tool_liveness.abandoned():
                     self.owe(request_id, "its tool's replica is gone")
             await asyncio.sleep(STORE_RETRY)
 

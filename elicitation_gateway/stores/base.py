@@ -19,6 +19,7 @@ from elicitation_gateway import events
 from elicitation_gateway.records import Record, Status
 from elicitation_gateway.stores.audit_trail import AuditTrail, MemoryAuditTrail
 from elicitation_gateway.stores.held_keys import HeldKeys, ProcessHeldKeys
+from elicitation_gateway.stores.tool_liveness import ProcessToolLiveness, ToolLiveness
 
 
 class Subscription(ABC):
@@ -66,6 +67,12 @@ class Store(ABC):
         """Where Idempotency-Keys are held across processes (:mod:`.held_keys`); nowhere by default."""
         return ProcessHeldKeys()
 
+    @cached_property
+    def tool_liveness(self) -> ToolLiveness:
+        """Which tools wait on this process, and whose process died (:mod:`.tool_liveness`); by default
+        nothing outlives the process, so nothing is noted."""
+        return ProcessToolLiveness()
+
     async def start(self) -> None:  # noqa: B027  (optional hook)
         """Open connections, start background work."""
 
@@ -82,15 +89,6 @@ class Store(ABC):
         as the refused one), so that it recovers without waiting for traffic."""
         return None
 
-    def tool_waits(self, request_id: str) -> None:  # noqa: B027  (optional hook)
-        """A tool waits for this pending record on a blocking request to this process. A durable or
-        shared store notes it: after a crash nobody can collect the answer, and :meth:`abandoned`
-        names it."""
-
-    def tool_done(self, request_id: str) -> None:  # noqa: B027  (optional hook)
-        """The tool no longer waits for this record on this process (it got its result, or its
-        question was withdrawn); also called for each id :meth:`abandoned` gave, once it is finished."""
-
     # Orphans: questions whose caller went away, kept for a while for the same caller to come back to
     # (:mod:`elicitation_gateway.stores.orphans`). With a shared store, any replica may take them.
 
@@ -106,13 +104,6 @@ class Store(ABC):
     @abstractmethod
     async def end_orphan(self, request_id: str) -> bool:
         """Whether ``request_id`` was still orphaned, unclaimed (its window ended); it is not any more."""
-
-    async def abandoned(self) -> list[str]:
-        """Pending records whose tool waited on a blocking request to a process that died: nobody can
-        collect them any more, and the gateway withdraws them. A durable store names those found at
-        start; a shared store, those of replicas found gone since (called every second), until
-        :meth:`tool_done` says each is finished."""
-        return []
 
     async def count_pending(self, session_id: str | None = None) -> int:
         """How many records are pending (in one session, if given); backends may do it faster."""

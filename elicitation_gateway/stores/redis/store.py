@@ -76,7 +76,7 @@ class RedisStore(Store):
         )
         self._orphans = Orphans(self._connection, self._keys)
         self.held_keys = RedisHeldKeys(self._connection, self._keys, replica_liveness)
-        self._liveness = Liveness(
+        self.tool_liveness = Liveness(
             self._connection, self._keys, self.replica_id, replica_liveness, self.held_keys.renew
         )
 
@@ -103,7 +103,7 @@ class RedisStore(Store):
             )
             failures = 1
         self._follower.start(failures)
-        self._liveness.start()
+        self.tool_liveness.start()
 
     async def close(self) -> None:
         if not self._connection.opened:
@@ -117,10 +117,10 @@ class RedisStore(Store):
             async with asyncio.timeout(CLOSE_DRAIN_SECONDS):
                 await self._waiters.gone()  # woken waiters read their records before the pool closes
         await self._follower.stop()
-        await self._liveness.stop()
+        await self.tool_liveness.stop()
         with contextlib.suppress(*UNREACHABLE, ResponseError, TimeoutError):
             async with asyncio.timeout(CLOSE_DRAIN_SECONDS):
-                await self._liveness.leave()
+                await self.tool_liveness.leave()
         await self._connection.close(CLOSE_DRAIN_SECONDS)
 
     async def problem(self) -> str | None:
@@ -133,18 +133,6 @@ class RedisStore(Store):
             cause = error.__cause__
             return f"the question store (Redis) is unreachable: {cause}" if cause else str(error)
         return None
-
-    # ---------------------------------------------------------------------------------------------
-    # Tools waiting on this replica, and those of replicas gone
-
-    def tool_waits(self, request_id: str) -> None:
-        self._liveness.tool_waits(request_id)
-
-    def tool_done(self, request_id: str) -> None:
-        self._liveness.tool_done(request_id)
-
-    async def abandoned(self) -> list[str]:
-        return self._liveness.abandoned()
 
     # ---------------------------------------------------------------------------------------------
     # Orphans, and Idempotency-Keys held across replicas
