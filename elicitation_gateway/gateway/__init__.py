@@ -191,9 +191,8 @@ class Gateway:
         self._closing = True
         self.following.stop()
         self.escalating.clear()
-        # A shared or durable store's questions outlive this process; only tools waiting on it need
-        # an answer.
-        outlive = self.store.shared or self.store.durable
+        # Where questions outlive this process, only tools waiting on it need an answer.
+        outlive = self.store.questions_outlive_process
         try:
             ids_ = self.waiting.waiting() if outlive else [r.id for r in await self.store.pending()]
         except StoreUnavailable as error:  # those waiting here get cancel all the same

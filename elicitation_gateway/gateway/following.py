@@ -43,8 +43,9 @@ class Following:
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        """With a shared store, follow it; else resume what a durable store's last process left."""
-        if self.store.shared:
+        """Where other processes publish into the store, follow it; else resume what the store's last
+        process left (if its questions outlive it)."""
+        if self.store.others_publish:
             loop = asyncio.get_running_loop()
             self._tasks = [
                 loop.create_task(self._watch_questions()),

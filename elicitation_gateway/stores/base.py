@@ -51,11 +51,12 @@ class StoreUnavailable(Exception):
 
 
 class Store(ABC):
-    shared = False
-    """True when other processes use the same records (Redis): pending questions outlive this one."""
-    durable = False
-    """True when pending questions outlive this process in a file of its own (SQLite): a restart finds
-    them, and a graceful shutdown leaves them pending."""
+    questions_outlive_process = False
+    """Whether pending questions outlive this process (in a file, or in a store other processes share):
+    a graceful shutdown leaves them pending, and withdraws only those whose tool waits here."""
+    others_publish = False
+    """Whether other processes publish into this store (replicas sharing it): the gateway follows it for
+    their questions, and an event stream needs it reachable, its events coming from it."""
 
     @cached_property
     def audit_trail(self) -> AuditTrail:

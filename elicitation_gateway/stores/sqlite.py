@@ -134,7 +134,7 @@ def check_url(url: str) -> None:
 
 
 class SqliteStore(Store):
-    durable = True
+    questions_outlive_process = True
 
     def __init__(
         self,

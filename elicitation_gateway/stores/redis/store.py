@@ -45,7 +45,8 @@ REPLICA_LIVENESS = 10.0
 
 
 class RedisStore(Store):
-    shared = True
+    questions_outlive_process = True
+    others_publish = True
 
     def __init__(
         self,
