@@ -218,7 +218,7 @@ async def relay(store: Store, sender: WebhookSender) -> None:
                 # Not an event a process makes for its own streams alone (an escalation's question.asked).
                 if not (event.type.startswith("question.") and event.replayable):
                     continue
-                if store.shared and not await store.claim(f"webhook:{event.id}", CLAIM_SECONDS):
+                if not await store.claim(f"webhook:{event.id}", CLAIM_SECONDS):
                     continue  # another replica sends it
                 sender.submit(event.id, event.type, event.properties)
         except StoreUnavailable:

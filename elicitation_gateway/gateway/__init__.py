@@ -191,9 +191,8 @@ class Gateway:
         self._closing = True
         self.following.stop()
         self.escalating.clear()
-        # A shared or durable store's questions outlive this process; only tools waiting on it need
-        # an answer.
-        outlive = self.store.shared or self.store.durable
+        # Where questions outlive this process, only tools waiting on it need an answer.
+        outlive = self.store.questions_outlive_process
         try:
             ids_ = self.waiting.waiting() if outlive else [r.id for r in await self.store.pending()]
         except StoreUnavailable as error:  # those waiting here get cancel all the same
@@ -263,7 +262,7 @@ class Gateway:
         here, it is not kept for a caller that went away, and its finish is not owed (after a crash,
         the store must still name it abandoned)."""
         if not (self.waiting.waits(request_id) or request_id in self.owed or self.reattach.keeps(request_id)):
-            self.store.tool_done(request_id)
+            self.store.tool_liveness.done(request_id)
 
     # ---------------------------------------------------------------------------------------------
     # Tool side

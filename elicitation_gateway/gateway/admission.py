@@ -35,9 +35,9 @@ class Admission:
 
         Raises :class:`StoreUnavailable` (the client retries) or :class:`TooManySubscribers`.
         """
-        # A shared store's events come from it; a local store's streams work while its file cannot be
-        # written (answers then get 503, but people still see what is asked).
-        if self.store.shared and not await self.store.healthy():
+        # Where other processes publish, the events come from the store; a local store's streams work
+        # while its file cannot be written (answers then get 503, but people still see what is asked).
+        if self.store.others_publish and not await self.store.healthy():
             raise StoreUnavailable("the question store is unreachable; reconnect shortly")
         self._check_stream_room()
         # Counted with no await between the check and the count, so that streams opening at once

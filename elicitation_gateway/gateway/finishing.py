@@ -98,7 +98,7 @@ class Finishing:
         for request_id in request_ids:
             try:
                 await self.finish(request_id, "cancelled", {"action": "cancel"}, reason="shutdown")
-                self.store.tool_done(request_id)  # now, while the store is still open
+                self.store.tool_liveness.done(request_id)  # now, while the store is still open
             except StoreUnavailable as error:
                 unfinished.append(f"{request_id}: {error}")
                 owe(request_id, "shutdown")

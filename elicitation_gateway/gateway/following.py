@@ -43,8 +43,9 @@ class Following:
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        """With a shared store, follow it; else resume what a durable store's last process left."""
-        if self.store.shared:
+        """Where other processes publish into the store, follow it; else resume what the store's last
+        process left (if its questions outlive it)."""
+        if self.store.others_publish:
             loop = asyncio.get_running_loop()
             self._tasks = [
                 loop.create_task(self._watch_questions()),
@@ -54,7 +55,7 @@ class Following:
         # Questions whose tool waited on a blocking request to the last process have nobody to collect
         # their answer (withdrawn); the others resume their timers (those that expired meanwhile expire
         # now).
-        for request_id in await self.store.abandoned():
+        for request_id in await self.store.tool_liveness.abandoned():
             await self.finish(request_id, "cancelled", {"action": CANCEL}, reason="tool gone at restart")
         for record in await self.store.pending():
             self.admission.carry(record)
@@ -69,7 +70,7 @@ class Following:
         """The questions whose tool waited on a replica found gone are withdrawn."""
         while not self.closing():
             with contextlib.suppress(StoreUnavailable):
-                for request_id in await self.store.abandoned():
+                for request_id in await self.store.tool_liveness.abandoned():
                     self.owe(request_id, "its tool's replica is gone")
             await asyncio.sleep(STORE_RETRY)
 

@@ -18,7 +18,8 @@ from elicitation_gateway.gateway.owed import STORE_RETRY
 from elicitation_gateway.records import Record
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores.base import Store, StoreUnavailable
-from elicitation_gateway.stores.orphans import DigestMismatch, HeldKey
+from elicitation_gateway.stores.held_keys import HeldKey
+from elicitation_gateway.stores.orphans import DigestMismatch
 
 logger = logging.getLogger(__package__)
 
@@ -154,7 +155,7 @@ class Reattach:
         while True:
             request_id = ids.question_id()
             try:
-                joined = await self.store.join_key(caller.key, caller.digest, request_id)
+                joined = await self.store.held_keys.join(caller.key, caller.digest, request_id)
             except DigestMismatch:
                 raise KeyReused("this Idempotency-Key was used with another body") from None
             if joined is None:  # its last call went away on another replica: its question is being kept
@@ -169,7 +170,7 @@ class Reattach:
             hold.shared = None  # freed with no question (its ask was refused): hold it anew
         record = await self._claim_or_ask(message, schema, options, caller, request_id)
         if record.id != request_id:
-            await self.store.rekey(caller.key, joined.epoch, record.id)
+            await self.store.held_keys.rekey(caller.key, joined.epoch, record.id)
         return record
 
     async def _asked_elsewhere(self, caller: Caller, joined: HeldKey) -> Record | None:
@@ -177,7 +178,7 @@ class Reattach:
         go of the key without one."""
         request_id = joined.request_id
         while (record := await self.store.get(request_id)) is None:
-            held = await self.store.held_key(caller.key)
+            held = await self.store.held_keys.held(caller.key)
             if held is None or held.epoch != joined.epoch:
                 return None
             if held.request_id == request_id:
@@ -195,9 +196,9 @@ class Reattach:
     async def _leave_key(self, caller: Caller, shared: HeldKey, *, free: bool) -> None:
         with contextlib.suppress(StoreUnavailable):  # its lease lapses
             if free:
-                await self.store.free_key(caller.key, shared.epoch)
+                await self.store.held_keys.free(caller.key, shared.epoch)
             else:
-                await self.store.leave_key(caller.key, shared.epoch)
+                await self.store.held_keys.leave(caller.key, shared.epoch)
 
     async def _claim_or_ask(
         self, message: str, schema: Any, options: AskOptions, caller: Caller, request_id: str | None = None
@@ -253,7 +254,9 @@ class Reattach:
         keep = self.settings.reattach_window > 0
         shared, hold.shared = hold.shared, None
         try:
-            left = 0 if shared is None else await self.store.leave_key(caller.key, shared.epoch, keep=keep)
+            left = (
+                0 if shared is None else await self.store.held_keys.leave(caller.key, shared.epoch, keep=keep)
+            )
         except StoreUnavailable:
             left = 0
         if left > 0 or not keep:
@@ -269,7 +272,7 @@ class Reattach:
         finally:
             if shared is not None:
                 with contextlib.suppress(StoreUnavailable):  # its lease lapses
-                    await self.store.free_key(caller.key, shared.epoch)
+                    await self.store.held_keys.free(caller.key, shared.epoch)
 
     def _orphan_later(self, record: Record, caller: Caller, hold: Hold | None) -> None:
         """Keep ``record`` for its caller to come back to (made on a task: its caller is cancelled).

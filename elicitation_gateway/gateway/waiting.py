@@ -79,7 +79,7 @@ class Waiting:
     def tool_waiting(self, request_id: str) -> Iterator[None]:
         """A tool waits on this process for the answer (shutdown gives it ``cancel``)."""
         self.counts[request_id] = self.counts.get(request_id, 0) + 1
-        self.store.tool_waits(request_id)
+        self.store.tool_liveness.waits(request_id)
         try:
             yield
         finally:

@@ -9,7 +9,6 @@ publishes ``question.replied`` or ``question.rejected``. That is how every ``que
 exactly one of the two, whoever finishes it.
 """
 
-import secrets
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
@@ -19,7 +18,8 @@ from typing import Any
 from elicitation_gateway import events
 from elicitation_gateway.records import Record, Status
 from elicitation_gateway.stores.audit_trail import AuditTrail, MemoryAuditTrail
-from elicitation_gateway.stores.orphans import HeldKey
+from elicitation_gateway.stores.held_keys import HeldKeys, ProcessHeldKeys
+from elicitation_gateway.stores.tool_liveness import ProcessToolLiveness, ToolLiveness
 
 
 class Subscription(ABC):
@@ -51,16 +51,28 @@ class StoreUnavailable(Exception):
 
 
 class Store(ABC):
-    shared = False
-    """True when other processes use the same records (Redis): pending questions outlive this one."""
-    durable = False
-    """True when pending questions outlive this process in a file of its own (SQLite): a restart finds
-    them, and a graceful shutdown leaves them pending."""
+    questions_outlive_process = False
+    """Whether pending questions outlive this process (in a file, or in a store other processes share):
+    a graceful shutdown leaves them pending, and withdraws only those whose tool waits here."""
+    others_publish = False
+    """Whether other processes publish into this store (replicas sharing it): the gateway follows it for
+    their questions, and an event stream needs it reachable, its events coming from it."""
 
     @cached_property
     def audit_trail(self) -> AuditTrail:
         """Where this store keeps the audit trail (:mod:`.audit_trail`); in this process by default."""
         return MemoryAuditTrail()
+
+    @cached_property
+    def held_keys(self) -> HeldKeys:
+        """Where Idempotency-Keys are held across processes (:mod:`.held_keys`); nowhere by default."""
+        return ProcessHeldKeys()
+
+    @cached_property
+    def tool_liveness(self) -> ToolLiveness:
+        """Which tools wait on this process, and whose process died (:mod:`.tool_liveness`); by default
+        nothing outlives the process, so nothing is noted."""
+        return ProcessToolLiveness()
 
     async def start(self) -> None:  # noqa: B027  (optional hook)
         """Open connections, start background work."""
@@ -78,15 +90,6 @@ class Store(ABC):
         as the refused one), so that it recovers without waiting for traffic."""
         return None
 
-    def tool_waits(self, request_id: str) -> None:  # noqa: B027  (optional hook)
-        """A tool waits for this pending record on a blocking request to this process. A durable or
-        shared store notes it: after a crash nobody can collect the answer, and :meth:`abandoned`
-        names it."""
-
-    def tool_done(self, request_id: str) -> None:  # noqa: B027  (optional hook)
-        """The tool no longer waits for this record on this process (it got its result, or its
-        question was withdrawn); also called for each id :meth:`abandoned` gave, once it is finished."""
-
     # Orphans: questions whose caller went away, kept for a while for the same caller to come back to
     # (:mod:`elicitation_gateway.stores.orphans`). With a shared store, any replica may take them.
 
@@ -102,38 +105,6 @@ class Store(ABC):
     @abstractmethod
     async def end_orphan(self, request_id: str) -> bool:
         """Whether ``request_id`` was still orphaned, unclaimed (its window ended); it is not any more."""
-
-    # Idempotency-Keys held across processes, from the first call's arrival: calls of one key sent at
-    # once to several replicas share one question. A store of one process holds nothing here (the
-    # gateway holds keys in the process): the call is always first, and alone.
-
-    async def join_key(self, caller: str, digest: str, request_id: str) -> HeldKey | None:
-        """Join the calls holding ``caller``'s key, or hold it for ``request_id`` if none does. None
-        while the last call's question is being kept for it (:meth:`leave_key` with ``keep``): join
-        again shortly. Raises :class:`.orphans.DigestMismatch` when it is held for another ``digest``."""
-        return HeldKey(secrets.token_hex(8), request_id, first=True)
-
-    async def held_key(self, caller: str) -> HeldKey | None:
-        """How ``caller``'s key is held now, if it is."""
-        return None
-
-    async def rekey(self, caller: str, epoch: str, request_id: str) -> None:  # noqa: B027
-        """The key, held since ``epoch``, now stands for ``request_id`` (an orphan claimed)."""
-
-    async def leave_key(self, caller: str, epoch: str, *, keep: bool = False) -> int:
-        """One process's calls of the key are gone; how many holders are left. With ``keep``, the last
-        one leaves the key held (others :meth:`join_key` nothing meanwhile) until :meth:`free_key`."""
-        return 0
-
-    async def free_key(self, caller: str, epoch: str) -> None:  # noqa: B027
-        """The key held since ``epoch`` is free (its ask failed, or its question is kept for it)."""
-
-    async def abandoned(self) -> list[str]:
-        """Pending records whose tool waited on a blocking request to a process that died: nobody can
-        collect them any more, and the gateway withdraws them. A durable store names those found at
-        start; a shared store, those of replicas found gone since (called every second), until
-        :meth:`tool_done` says each is finished."""
-        return []
 
     async def count_pending(self, session_id: str | None = None) -> int:
         """How many records are pending (in one session, if given); backends may do it faster."""

@@ -16,17 +16,6 @@ class DigestMismatch(Exception):
     an ``Idempotency-Key`` reused."""
 
 
-@dataclass(frozen=True)
-class HeldKey:
-    """An ``Idempotency-Key`` held across processes (a shared store) by the calls that use it, from the
-    first one's arrival: ``request_id`` is the question they share (it may not be asked yet), ``epoch``
-    tells this holding from a later one of the same key, ``first`` whether this call took it."""
-
-    epoch: str
-    request_id: str
-    first: bool
-
-
 @dataclass
 class _Orphan:
     request_id: str

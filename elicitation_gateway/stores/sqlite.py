@@ -55,6 +55,7 @@ from elicitation_gateway.stores.base import Store, StoreUnavailable
 from elicitation_gateway.stores.fanout import LocalSubscription
 from elicitation_gateway.stores.memory import MemoryIndex
 from elicitation_gateway.stores.orphans import LocalOrphans
+from elicitation_gateway.stores.sqlite_liveness import SqliteToolLiveness
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +134,7 @@ def check_url(url: str) -> None:
 
 
 class SqliteStore(Store):
-    durable = True
+    questions_outlive_process = True
 
     def __init__(
         self,
@@ -158,7 +159,9 @@ class SqliteStore(Store):
         self.path = Path(path)
         self._synchronous = synchronous
         self._db: sqlite3.Connection | None = None
-        self._waited_on: list[str] = []
+        self.tool_liveness = SqliteToolLiveness(
+            self._note_waited_on, lambda request_id: self._index.pending_record(request_id) is not None
+        )
         self._checkpoint: asyncio.Task[None] | None = None
         self._commits = 0
         self._lock: int | None = None
@@ -269,7 +272,7 @@ class SqliteStore(Store):
             last_id = max(last_id, record.id)
             self._index.restore(record)
             if record.pending and waited_on:
-                self._waited_on.append(record.id)
+                self.tool_liveness.found(record.id)
         rows = db.execute(
             "SELECT seq, id, type, directory, properties FROM events ORDER BY seq DESC LIMIT ?",
             (self._history_size,),
@@ -368,7 +371,7 @@ class SqliteStore(Store):
     async def end_orphan(self, request_id: str) -> bool:
         return self._orphans.end(request_id)
 
-    def tool_waits(self, request_id: str) -> None:
+    def _note_waited_on(self, request_id: str) -> None:
         try:  # one statement: a transaction of its own
             with self._writing():
                 self._connection.execute(
@@ -379,10 +382,6 @@ class SqliteStore(Store):
             pass
         except (sqlite3.Error, SqliteStoreError) as error:
             logger.warning("could not note that a tool waits for %s: %s", request_id, error)
-
-    async def abandoned(self) -> list[str]:
-        waited_on, self._waited_on = self._waited_on, []
-        return [request_id for request_id in waited_on if self._index.pending_record(request_id) is not None]
 
     async def problem(self) -> str | None:
         """Checks that the path still holds this store's file (a ``stat``), and that it takes writes:

@@ -50,7 +50,7 @@ async def crash(store: RedisStore) -> None:
     async def nothing() -> None:
         return None
 
-    store._liveness.leave = nothing  # type: ignore[method-assign]
+    store.tool_liveness.leave = nothing  # type: ignore[method-assign]
     await store.close()
 
 
@@ -62,44 +62,44 @@ async def test_the_questions_a_gone_replica_waited_for_are_claimed_by_one_other(
     gone, *others = [await make_replica() for _ in range(3)]
     await gone.add(record("que_1"))
     await gone.add(record("que_2"))
-    gone.tool_waits("que_1")
-    gone.tool_waits("que_2")
-    gone.tool_done("que_2")  # its tool got its answer
+    gone.tool_liveness.waits("que_1")
+    gone.tool_liveness.waits("que_2")
+    gone.tool_liveness.done("que_2")  # its tool got its answer
     await until(lambda: _members(redis, gone, {"que_1"}))
     await crash(gone)
 
     async def claimed() -> bool:
-        return any([await other.abandoned() for other in others])
+        return any([await other.tool_liveness.abandoned() for other in others])
 
     await until(claimed, what="another replica claims the gone one's questions")
     await asyncio.sleep(3 * LIVENESS)  # every replica has looked again meanwhile
-    found = [await other.abandoned() for other in others]
+    found = [await other.tool_liveness.abandoned() for other in others]
     assert sorted(found, key=len) == [[], ["que_1"]], "claimed once, by one replica"
     claimer = others[0] if found[0] else others[1]
     assert await redis.exists(waits_key(gone)) == 0
     assert gone.replica_id not in await redis.smembers(claimer._keys.replicas)
 
-    claimer.tool_done("que_1")  # the gateway finished it
-    assert await claimer.abandoned() == []
+    claimer.tool_liveness.done("que_1")  # the gateway finished it
+    assert await claimer.tool_liveness.abandoned() == []
     await until(lambda: _members(redis, claimer, set()), what="the claimer forgets it in Redis too")
 
 
 async def test_a_live_replica_keeps_what_its_tools_wait_for(make_replica, redis):
     alive, other = await make_replica(), await make_replica()
     await alive.add(record("que_1"))
-    alive.tool_waits("que_1")
+    alive.tool_liveness.waits("que_1")
     await until(lambda: _members(redis, alive, {"que_1"}))
     await asyncio.sleep(4 * LIVENESS)  # several refreshes and looks
-    assert await other.abandoned() == []
-    alive.tool_done("que_1")
+    assert await other.tool_liveness.abandoned() == []
+    alive.tool_liveness.done("que_1")
     await until(lambda: _members(redis, alive, set()), what="a tool that stops waiting leaves the set")
 
 
 async def test_a_replica_that_stops_in_order_leaves_nothing_behind(make_replica, redis):
     store = await make_replica()
-    store.tool_waits("que_1")
+    store.tool_liveness.waits("que_1")
     await until(lambda: _members(redis, store, {"que_1"}))
-    store.tool_done("que_1")
+    store.tool_liveness.done("que_1")
     await store.close()
     assert await redis.exists(waits_key(store), store._keys.replica(store.replica_id)) == 0
     assert store.replica_id not in await redis.smembers(store._keys.replicas)
@@ -109,7 +109,7 @@ async def test_what_a_replica_stopping_without_redis_left_is_claimed(make_replic
     """Stopped while its tools still waited (Redis was unreachable for their withdrawal): its entry goes
     at once, so another replica need not wait for it to lapse."""
     stopping, other = await make_replica(liveness=30), await make_replica(liveness=0.3)
-    stopping.tool_waits("que_1")
+    stopping.tool_liveness.waits("que_1")
     await until(lambda: _members_of(other, stopping, {"que_1"}))
     await stopping.close()
     await until(lambda: _abandoned(other, ["que_1"]), what="claimed well before 30 s")
@@ -117,12 +117,12 @@ async def test_what_a_replica_stopping_without_redis_left_is_claimed(make_replic
 
 async def test_a_replica_claims_only_once_connected_for_a_whole_liveness_period(make_replica):
     gone = await make_replica()
-    gone.tool_waits("que_1")
+    gone.tool_liveness.waits("que_1")
     await crash(gone)
     made_at = time.monotonic()
     late = await make_replica(liveness=1.0)  # just started: others may not have refreshed yet
     await asyncio.sleep(0.5)  # half its liveness period, on an idle machine
-    found = await late.abandoned()
+    found = await late.tool_liveness.abandoned()
     # Nothing before a whole period connected (however late this look comes on a loaded machine).
     assert found == [] or time.monotonic() - made_at >= 1.0, found
     await until(lambda: _abandoned(late, ["que_1"]), what="claimed after a whole liveness period")
@@ -133,10 +133,10 @@ async def test_a_replica_whose_entry_lapsed_notes_its_waits_again(make_replica, 
     its tools still wait (they get the withdrawal's ``cancel``), and it notes them again, so a crash
     after that still leaves nothing behind."""
     cut_off, other = await make_replica(), await make_replica()
-    cut_off.tool_waits("que_1")
+    cut_off.tool_liveness.waits("que_1")
     await until(lambda: _members(redis, cut_off, {"que_1"}))
     await until(lambda: _claim_after_lapse(redis, cut_off, other), what="the lapsed replica is claimed")
-    assert await other.abandoned() == ["que_1"]
+    assert await other.tool_liveness.abandoned() == ["que_1"]
     await until(lambda: _members(redis, cut_off, {"que_1"}), what="noted again at the next refresh")
 
 
@@ -168,10 +168,10 @@ async def _members_of(reader: RedisStore, store: RedisStore, expected: set[str])
 
 
 async def _abandoned(store: RedisStore, expected: list[str]) -> bool:
-    return await store.abandoned() == expected
+    return await store.tool_liveness.abandoned() == expected
 
 
 async def _claim_after_lapse(redis: Redis, lapsed: RedisStore, claimer: RedisStore) -> bool:
     """Delete the lapsed replica's entry (as if it lapsed) until the claimer has taken its set."""
     await redis.delete(lapsed._keys.replica(lapsed.replica_id))
-    return bool(await claimer.abandoned())
+    return bool(await claimer.tool_liveness.abandoned())

@@ -668,10 +668,10 @@ async def test_an_unreachable_redis_is_reported_and_recovered_from(make_redis_se
 
 async def test_a_key_is_held_by_the_first_call_and_joined_by_the_others(replicas):
     a, b = replicas
-    first = await a.join_key("key", "body", "que_1")
+    first = await a.held_keys.join("key", "body", "que_1")
     assert first is not None
     assert (first.request_id, first.first) == ("que_1", True)
-    joined = await b.join_key("key", "body", "que_2")
+    joined = await b.held_keys.join("key", "body", "que_2")
     assert joined is not None
     assert (joined.epoch, joined.request_id, joined.first) == (
         first.epoch,
@@ -679,20 +679,20 @@ async def test_a_key_is_held_by_the_first_call_and_joined_by_the_others(replicas
         False,
     )
     with pytest.raises(DigestMismatch):
-        await b.join_key("key", "another body", "que_3")
-    await a.rekey("key", first.epoch, "que_0")  # an orphan claimed instead
-    assert (await b.held_key("key")).request_id == "que_0"
+        await b.held_keys.join("key", "another body", "que_3")
+    await a.held_keys.rekey("key", first.epoch, "que_0")  # an orphan claimed instead
+    assert (await b.held_keys.held("key")).request_id == "que_0"
 
-    assert await a.leave_key("key", first.epoch, keep=True) == 1  # b still holds it
-    assert await b.leave_key("key", joined.epoch, keep=True) == 0  # the last: kept for the orphan
-    assert await a.join_key("key", "body", "que_4") is None  # wait until it is kept
-    await b.free_key("key", joined.epoch)
-    again = await a.join_key("key", "body", "que_4")
+    assert await a.held_keys.leave("key", first.epoch, keep=True) == 1  # b still holds it
+    assert await b.held_keys.leave("key", joined.epoch, keep=True) == 0  # the last: kept for the orphan
+    assert await a.held_keys.join("key", "body", "que_4") is None  # wait until it is kept
+    await b.held_keys.free("key", joined.epoch)
+    again = await a.held_keys.join("key", "body", "que_4")
     assert again is not None
     assert again.first
     assert again.epoch != first.epoch
-    assert await b.leave_key("key", first.epoch) == 0  # that holding is over: nothing changes
-    assert (await b.held_key("key")).epoch == again.epoch
+    assert await b.held_keys.leave("key", first.epoch) == 0  # that holding is over: nothing changes
+    assert (await b.held_keys.held("key")).epoch == again.epoch
 
 
 async def test_a_held_key_lapses_unless_a_replica_renews_it(redis_url):
@@ -700,17 +700,17 @@ async def test_a_held_key_lapses_unless_a_replica_renews_it(redis_url):
     store = RedisStore(redis_url, prefix=prefix, replica_liveness=0.1)
     await store.start()
     try:
-        await store.join_key("kept", "body", "que_1")
+        await store.held_keys.join("kept", "body", "que_1")
         await asyncio.sleep(0.5)  # past its lease (three liveness periods): renewed meanwhile
-        assert await store.held_key("kept") is not None
-        store._held_keys._joined.clear()  # as a replica gone stops renewing
+        assert await store.held_keys.held("kept") is not None
+        store.held_keys._joined.clear()  # as a replica gone stops renewing
         await until(lambda: _not_held(store, "kept"), what="the lease lapses")
     finally:
         await store.close()
 
 
 async def _not_held(store: RedisStore, caller: str) -> bool:
-    return await store.held_key(caller) is None
+    return await store.held_keys.held(caller) is None
 
 
 async def test_an_escalation_step_is_marked_by_one_replica_and_the_mark_expires(replicas, redis_url):

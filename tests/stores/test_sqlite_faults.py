@@ -42,7 +42,7 @@ async def test_a_deleted_file_refuses_every_change_and_keeps_memory_as_the_file(
                 await store.add(record("que_3"))
             with pytest.raises(StoreUnavailable, match="deleted"):
                 await store.finish("que_1", "cancelled", {"action": "cancel"})
-        store.tool_waits("que_1")  # refused quietly: the fault is logged once
+        store.tool_liveness.waits("que_1")  # refused quietly: the fault is logged once
         problem = await store.problem()
     assert "deleted" in (problem or "")
     assert not await store.healthy()

@@ -119,12 +119,12 @@ async def test_questions_a_blocking_tool_waited_for_are_abandoned_after_a_crash(
     store = await opened(path)
     await store.add(record("que_1"))
     await store.add(record("que_2"))
-    store.tool_waits("que_1")
+    store.tool_liveness.waits("que_1")
     await store.close()
 
     again = await opened(path)
-    assert await again.abandoned() == ["que_1"]
-    assert await again.abandoned() == []  # said once
+    assert await again.tool_liveness.abandoned() == ["que_1"]
+    assert await again.tool_liveness.abandoned() == []  # said once
     await again.close()
 
 

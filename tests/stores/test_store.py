@@ -81,6 +81,17 @@ async def drain(subscription, count: int) -> list:
     return got
 
 
+SAYS = {"memory": (False, False), "sqlite": (True, False), "redis": (True, True)}
+
+
+async def test_each_store_says_whether_its_questions_outlive_the_process_and_others_publish(
+    request, make_store
+):
+    store = await make_store()
+    kind = request.node.callspec.params["make_store"]
+    assert (store.questions_outlive_process, store.others_publish) == SAYS[kind]
+
+
 async def test_add_keeps_the_record_pending_and_publishes_asked(make_store):
     store = await make_store()
     subscription = await store.subscribe()

@@ -6,18 +6,25 @@ import asyncio
 
 from elicitation_gateway.gateway import AskOptions, Caller, Gateway
 from elicitation_gateway.stores.memory import MemoryStore
+from elicitation_gateway.stores.tool_liveness import ProcessToolLiveness
 from tests.conftest import settings_for_tests
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}}
+
+
+class HeardDone(ProcessToolLiveness):
+    def __init__(self, done: list[str]) -> None:
+        self.heard = done
+
+    def done(self, request_id: str) -> None:
+        self.heard.append(request_id)
 
 
 class Heard(MemoryStore):
     def __init__(self) -> None:
         super().__init__()
         self.done: list[str] = []
-
-    def tool_done(self, request_id: str) -> None:
-        self.done.append(request_id)
+        self.tool_liveness = HeardDone(self.done)
 
 
 async def until(condition, what: str) -> None:

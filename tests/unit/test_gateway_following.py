@@ -12,6 +12,7 @@ from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.models import QuestionRequest
 from elicitation_gateway.records import Record
 from elicitation_gateway.stores.memory import MemoryStore
+from elicitation_gateway.stores.tool_liveness import ProcessToolLiveness
 from tests.conftest import settings_for_tests
 
 
@@ -22,11 +23,17 @@ def record_of(request_id: str) -> Record:
     return Record.new(request, form, "Who?", None, now, now + 60, "cancel")
 
 
+class LeftWaiting(ProcessToolLiveness):
+    async def abandoned(self) -> list[str]:
+        return ["que_gone"]
+
+
 class Left(MemoryStore):
     """A store as a process found it at restart: one question's tool waited on the last process."""
 
-    async def abandoned(self) -> list[str]:
-        return ["que_gone"]
+    def __init__(self) -> None:
+        super().__init__()
+        self.tool_liveness = LeftWaiting()
 
 
 def following_with(store: MemoryStore) -> tuple[Following, Expiry, Admission, list[str]]:

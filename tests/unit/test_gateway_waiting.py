@@ -18,6 +18,7 @@ from elicitation_gateway.models import QuestionRequest
 from elicitation_gateway.records import Record
 from elicitation_gateway.stores.base import StoreUnavailable
 from elicitation_gateway.stores.memory import MemoryStore
+from elicitation_gateway.stores.tool_liveness import ProcessToolLiveness
 from tests.conftest import settings_for_tests
 
 
@@ -28,14 +29,20 @@ def record_of(request_id: str, lasts: float = 60) -> Record:
     return Record.new(request, form, "Who?", None, now, now + lasts, "cancel")
 
 
+class HeardWaits(ProcessToolLiveness):
+    def __init__(self, waits: list[str]) -> None:
+        self.heard = waits
+
+    def waits(self, request_id: str) -> None:
+        self.heard.append(request_id)
+
+
 class Heard(MemoryStore):
     def __init__(self) -> None:
         super().__init__()
         self.down = False
         self.waits: list[str] = []
-
-    def tool_waits(self, request_id: str) -> None:
-        self.waits.append(request_id)
+        self.tool_liveness = HeardWaits(self.waits)
 
     async def get(self, request_id: str) -> Record | None:
         if self.down:

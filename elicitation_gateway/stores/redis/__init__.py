@@ -41,7 +41,8 @@ A replica that dies leaves questions whose tool waited on it, and nobody can col
 Each replica keeps a liveness entry that lapses unless refreshed, and notes in a set of its own the
 questions its tools wait for (sent in the background, batched: no round trip of a request's own).
 A replica that finds another's entry lapsed moves that replica's set into its own, in one script
-(so once across replicas), and the gateway withdraws those still pending (:meth:`.RedisStore.abandoned`).
+(so once across replicas), and the gateway withdraws those still pending (the store's
+``tool_liveness``, :meth:`.Liveness.abandoned`).
 It claims only once it has itself been connected for a whole lifetime: after an outage of Redis every
 replica refreshes its entry before any other may find it lapsed.
 

@@ -3,7 +3,8 @@ the Idempotency-Keys callers hold."""
 
 import secrets
 
-from elicitation_gateway.stores.orphans import DigestMismatch, HeldKey
+from elicitation_gateway.stores.held_keys import HeldKey, HeldKeys
+from elicitation_gateway.stores.orphans import DigestMismatch
 from elicitation_gateway.stores.redis.connection import Connection, reachable
 from elicitation_gateway.stores.redis.keys import Keys
 from elicitation_gateway.stores.redis.scripts import CLAIM_ORPHAN, JOIN_KEY, LEAVE_KEY, REKEY
@@ -44,7 +45,7 @@ class Orphans:
             return bool(await self._connection.client.delete(self._keys.orphaned(request_id)))
 
 
-class HeldKeys:
+class RedisHeldKeys(HeldKeys):
     """Idempotency-Keys held across replicas: a hash per key, leased for three liveness periods and
     renewed by each replica that holds it (:meth:`renew`), so that a replica gone lets go of it within
     that time."""

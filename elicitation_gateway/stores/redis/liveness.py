@@ -14,11 +14,12 @@ from elicitation_gateway.stores.base import StoreUnavailable
 from elicitation_gateway.stores.redis.connection import UNREACHABLE, Connection, cancel, reachable
 from elicitation_gateway.stores.redis.keys import Keys
 from elicitation_gateway.stores.redis.scripts import CLAIM_WAITS
+from elicitation_gateway.stores.tool_liveness import ToolLiveness
 
 logger = logging.getLogger("elicitation_gateway.stores.redis.store")  # the store's lines, as before
 
 
-class Liveness:
+class Liveness(ToolLiveness):
     """This replica's liveness entry and waits set, refreshed on a task of its own
     (:meth:`start`), which also runs ``renew`` each time (what else must be refreshed as long as the
     replica lives)."""
@@ -54,20 +55,20 @@ class Liveness:
         await cancel(self._task)
         await cancel(self._waits_sender)
 
-    def tool_waits(self, request_id: str) -> None:
+    def waits(self, request_id: str) -> None:
         self._waiting.add(request_id)
         self._waits_to_remove.discard(request_id)
         self._waits_to_add.add(request_id)
         self._send_waits_soon()
 
-    def tool_done(self, request_id: str) -> None:
+    def done(self, request_id: str) -> None:
         self._waiting.discard(request_id)
         self._claimed.discard(request_id)
         # Removed even if its addition seems not sent yet: a refresh may have queued it again.
         self._waits_to_remove.add(request_id)
         self._send_waits_soon()
 
-    def abandoned(self) -> list[str]:
+    async def abandoned(self) -> list[str]:
         return list(self._claimed)
 
     def _send_waits_soon(self) -> None:

@@ -20,10 +20,9 @@ from elicitation_gateway import events
 from elicitation_gateway.records import Record, Status
 from elicitation_gateway.stores.audit_trail import AuditTrail
 from elicitation_gateway.stores.base import Store, StoreUnavailable
-from elicitation_gateway.stores.orphans import HeldKey
 from elicitation_gateway.stores.redis.audit import RedisAuditTrail
 from elicitation_gateway.stores.redis.cache import PendingCache
-from elicitation_gateway.stores.redis.callers import HeldKeys, Orphans
+from elicitation_gateway.stores.redis.callers import Orphans, RedisHeldKeys
 from elicitation_gateway.stores.redis.codec import encode, entry
 from elicitation_gateway.stores.redis.connection import UNREACHABLE, Connection, reachable
 from elicitation_gateway.stores.redis.follower import RedisSubscription, StreamFollower
@@ -46,7 +45,8 @@ REPLICA_LIVENESS = 10.0
 
 
 class RedisStore(Store):
-    shared = True
+    questions_outlive_process = True
+    others_publish = True
 
     def __init__(
         self,
@@ -76,9 +76,9 @@ class RedisStore(Store):
             subscriber_queue=subscriber_queue,
         )
         self._orphans = Orphans(self._connection, self._keys)
-        self._held_keys = HeldKeys(self._connection, self._keys, replica_liveness)
-        self._liveness = Liveness(
-            self._connection, self._keys, self.replica_id, replica_liveness, self._held_keys.renew
+        self.held_keys = RedisHeldKeys(self._connection, self._keys, replica_liveness)
+        self.tool_liveness = Liveness(
+            self._connection, self._keys, self.replica_id, replica_liveness, self.held_keys.renew
         )
 
     @functools.cached_property
@@ -104,7 +104,7 @@ class RedisStore(Store):
             )
             failures = 1
         self._follower.start(failures)
-        self._liveness.start()
+        self.tool_liveness.start()
 
     async def close(self) -> None:
         if not self._connection.opened:
@@ -118,10 +118,10 @@ class RedisStore(Store):
             async with asyncio.timeout(CLOSE_DRAIN_SECONDS):
                 await self._waiters.gone()  # woken waiters read their records before the pool closes
         await self._follower.stop()
-        await self._liveness.stop()
+        await self.tool_liveness.stop()
         with contextlib.suppress(*UNREACHABLE, ResponseError, TimeoutError):
             async with asyncio.timeout(CLOSE_DRAIN_SECONDS):
-                await self._liveness.leave()
+                await self.tool_liveness.leave()
         await self._connection.close(CLOSE_DRAIN_SECONDS)
 
     async def problem(self) -> str | None:
@@ -136,18 +136,6 @@ class RedisStore(Store):
         return None
 
     # ---------------------------------------------------------------------------------------------
-    # Tools waiting on this replica, and those of replicas gone
-
-    def tool_waits(self, request_id: str) -> None:
-        self._liveness.tool_waits(request_id)
-
-    def tool_done(self, request_id: str) -> None:
-        self._liveness.tool_done(request_id)
-
-    async def abandoned(self) -> list[str]:
-        return self._liveness.abandoned()
-
-    # ---------------------------------------------------------------------------------------------
     # Orphans, and Idempotency-Keys held across replicas
 
     async def orphan(self, caller: str, request_id: str, digest: str, seconds: float) -> None:
@@ -158,21 +146,6 @@ class RedisStore(Store):
 
     async def end_orphan(self, request_id: str) -> bool:
         return await self._orphans.end(request_id)
-
-    async def join_key(self, caller: str, digest: str, request_id: str) -> HeldKey | None:
-        return await self._held_keys.join(caller, digest, request_id)
-
-    async def held_key(self, caller: str) -> HeldKey | None:
-        return await self._held_keys.held(caller)
-
-    async def rekey(self, caller: str, epoch: str, request_id: str) -> None:
-        await self._held_keys.rekey(caller, epoch, request_id)
-
-    async def leave_key(self, caller: str, epoch: str, *, keep: bool = False) -> int:
-        return await self._held_keys.leave(caller, epoch, keep=keep)
-
-    async def free_key(self, caller: str, epoch: str) -> None:
-        await self._held_keys.free(caller, epoch)
 
     # ---------------------------------------------------------------------------------------------
     # Records
