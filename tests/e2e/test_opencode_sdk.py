@@ -35,13 +35,13 @@ def _node_or_explain() -> str:
     return node
 
 
-@pytest.mark.timeout(120)
-def test_the_opencode_sdk_subscribes_lists_replies_rejects_and_replays(server):
+def run_node_tests(script: str, gateway_url: str) -> tuple[int, int, str]:
+    """Run one of tests/e2e/node's files against the gateway: how many passed and failed, and the report."""
     node = _node_or_explain()
     completed = subprocess.run(
-        [node, "--test", "--test-reporter=tap", "opencode-sdk.test.js"],
+        [node, "--test", "--test-reporter=tap", script],
         cwd=NODE_TESTS,
-        env={**os.environ, "GATEWAY_URL": server.url},
+        env={**os.environ, "GATEWAY_URL": gateway_url},
         capture_output=True,
         text=True,
         timeout=100,
@@ -53,8 +53,14 @@ def test_the_opencode_sdk_subscribes_lists_replies_rejects_and_replays(server):
     failed = re.search(r"^# fail (\d+)$", completed.stdout, re.MULTILINE)
     assert passed, report
     assert failed, report
-    assert int(passed.group(1)) >= 4, report
-    assert int(failed.group(1)) == 0, report
+    return int(passed.group(1)), int(failed.group(1)), report
+
+
+@pytest.mark.timeout(120)
+def test_the_opencode_sdk_subscribes_lists_replies_rejects_and_replays(server):
+    passed, failed, report = run_node_tests("opencode-sdk.test.js", server.url)
+    assert passed >= 4, report
+    assert failed == 0, report
 
 
 PEOPLE = """
@@ -70,21 +76,9 @@ password = "carol-pass"
 def test_the_opencode_sdk_signs_in_as_each_person(make_server, tmp_path):
     """With GATEWAY_PEOPLE, the SDK signs in with a person's own login (HTTP Basic, as on a
     password-protected OpenCode server) and sees, streams and answers that person's questions alone."""
-    node = _node_or_explain()
     people = tmp_path / "people.toml"
     people.write_text(PEOPLE)
     server = make_server(people=people)
-    completed = subprocess.run(
-        [node, "--test", "--test-reporter=tap", "opencode-sdk-people.test.js"],
-        cwd=NODE_TESTS,
-        env={**os.environ, "GATEWAY_URL": server.url},
-        capture_output=True,
-        text=True,
-        timeout=100,
-        check=False,
-    )
-    report = completed.stdout + completed.stderr
-    assert completed.returncode == 0, report
-    passed = re.search(r"^# pass (\d+)$", completed.stdout, re.MULTILINE)
-    assert passed, report
-    assert int(passed.group(1)) == 3, report
+    passed, failed, report = run_node_tests("opencode-sdk-people.test.js", server.url)
+    assert passed == 3, report
+    assert failed == 0, report
