@@ -697,11 +697,13 @@ async def test_a_key_is_held_by_the_first_call_and_joined_by_the_others(replicas
 
 async def test_a_held_key_lapses_unless_a_replica_renews_it(redis_url):
     prefix = f"lapse{next(_prefixes)}"
-    store = RedisStore(redis_url, prefix=prefix, replica_liveness=0.1)
+    # A lease of 0.75 s (three liveness periods), renewed every 0.25 s: a loop held up under load for
+    # less than half a second still renews it in time.
+    store = RedisStore(redis_url, prefix=prefix, replica_liveness=0.25)
     await store.start()
     try:
         await store.held_keys.join("kept", "body", "que_1")
-        await asyncio.sleep(0.5)  # past its lease (three liveness periods): renewed meanwhile
+        await asyncio.sleep(1.0)  # past its first lease: renewed meanwhile
         assert await store.held_keys.held("kept") is not None
         store.held_keys._joined.clear()  # as a replica gone stops renewing
         await until(lambda: _not_held(store, "kept"), what="the lease lapses")
