@@ -21,6 +21,10 @@ REST API, a one-tap link), a webhook, or the gateway itself (an expiry, an escal
 GENESIS = "0" * 64
 """The hash the first entry of a trail follows."""
 FIELDS = ("seq", "at", "event", "question", "who", "via", "answers", "prev", "hash")
+_HASHED = tuple(sorted(name for name in FIELDS if name != "hash"))
+"""What an entry's hash covers, in the canonical (sorted) order."""
+_CANONICAL = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+"""The hash's encoding, made once (``json.dumps`` with options makes an encoder every call)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +77,7 @@ def rfc3339(moment: datetime) -> str:
 
 def _digest(fields: dict[str, Any]) -> str:
     """The hash of an entry: its fields but ``hash``, in a canonical encoding, after ``prev``."""
-    content = {name: fields[name] for name in FIELDS if name != "hash"}
-    canonical = json.dumps(content, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    canonical = _CANONICAL.encode({name: fields[name] for name in _HASHED})
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
