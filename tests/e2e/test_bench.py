@@ -404,3 +404,20 @@ def test_memory_is_measured_beside_the_baseline(quick_run):
         assert memory[name]["held_mb"] >= memory[name]["idle_mb"] - 1
     assert len(memory["each_run"]) == RUNS
     assert "each of 20 held POST /elicit (KB)" in printed
+
+
+def test_the_in_process_measure_drives_both_apps_and_can_measure_another_checkout(tmp_path):
+    """``python -m bench.in_process --quick``: real round trips through the gateway's ASGI app and the
+    baseline's, each in a process of its own, and ``--app-dir`` measures another checkout's gateway."""
+    shutil.copytree(REPOSITORY / "elicitation_gateway", tmp_path / "elicitation_gateway")
+    command = [sys.executable, "-m", "bench.in_process", "--quick", "--app-dir", str(tmp_path)]
+    finished = subprocess.run(
+        command, cwd=REPOSITORY, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    lines = finished.stdout.splitlines()
+    assert lines[0] == f"gateway from {tmp_path.resolve()}"
+    rows = {line[:34].strip(): line[34:].split() for line in lines[2:]}
+    cpu, calls = rows["CPU per round trip (µs, best)"], rows["Python calls per round trip"]
+    assert all(float(figure) > 0 for figure in cpu + calls)
+    assert float(calls[0]) > float(calls[1])  # the gateway does more than the bare app, whatever the load
