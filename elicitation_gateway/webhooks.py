@@ -205,8 +205,8 @@ class WebhookSender:
 async def relay(store: Store, sender: WebhookSender) -> None:
     """Hands every ``question.*`` event the store publishes to ``sender``, until cancelled; follows
     the store again after a subscription ends (the store closed it, or could not be reached). Every
-    replica of a shared store sees every event: the first to claim one (:meth:`.Store.claim`) sends it,
-    so a receiver gets it once however many replicas there are."""
+    replica of a shared store sees every event: the first to claim one (``store.once``,
+    :meth:`.Once.claim`) sends it, so a receiver gets it once however many replicas there are."""
     while True:
         try:
             subscription = await store.subscribe()
@@ -218,7 +218,7 @@ async def relay(store: Store, sender: WebhookSender) -> None:
                 # Not an event a process makes for its own streams alone (an escalation's question.asked).
                 if not (event.type.startswith("question.") and event.replayable):
                     continue
-                if not await store.claim(f"webhook:{event.id}", CLAIM_SECONDS):
+                if not await store.once.claim(f"webhook:{event.id}", CLAIM_SECONDS):
                     continue  # another replica sends it
                 sender.submit(event.id, event.type, event.properties)
         except StoreUnavailable:

@@ -5,8 +5,8 @@ so listing, showing and answering need nothing from here. What happens at a step
 that follows the question (the one that asked it, every replica with a shared store, a restarted one
 with a durable store) gives its own event streams a ``question.asked`` with the audience as it is now,
 which the people the step adds are shown; and the first process to mark the step in the store
-(:meth:`.Store.mark_escalated`, once across replicas and restarts) notifies the step's people and tells
-the listeners of :meth:`Escalating.on_escalated`.
+(``store.once``, :meth:`.Once.mark_escalated`: once across replicas and restarts) notifies the step's
+people and tells the listeners of :meth:`Escalating.on_escalated`.
 """
 
 import logging
@@ -114,7 +114,7 @@ class Escalating:
                 events.asked(None, record.directory, replayable=False, request_json=request.wire_json)
             )
         for step in range(handled, count):
-            first = await self.store.mark_escalated(record.id, step, record.expires_at)
+            first = await self.store.once.mark_escalated(record.id, step, record.expires_at)
             self.handled[record.id] = step + 1
             if first:
                 self._escalated(record, step)

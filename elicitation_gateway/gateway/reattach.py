@@ -205,7 +205,7 @@ class Reattach:
     ) -> Record:
         while True:
             try:
-                claimed = await self.store.claim_orphan(caller.key, caller.digest)
+                claimed = await self.store.orphans.claim(caller.key, caller.digest)
             except DigestMismatch:
                 raise KeyReused("this Idempotency-Key was used with another body") from None
             if claimed is None:
@@ -283,7 +283,7 @@ class Reattach:
     async def _orphan(self, record: Record, caller: Caller, hold: Hold | None) -> None:
         window = self.settings.reattach_window
         try:
-            await self.store.orphan(caller.key, record.id, caller.digest, window)
+            await self.store.orphans.orphan(caller.key, record.id, caller.digest, window)
         except StoreUnavailable:
             self.orphaned.discard(record.id)
             self.owe(record.id, "withdrawn")
@@ -296,7 +296,7 @@ class Reattach:
     async def _end_orphan(self, request_id: str) -> None:
         """The re-attach window ended: withdrawn if nobody came back for it (and it is still pending)."""
         try:
-            unclaimed = await self.store.end_orphan(request_id)
+            unclaimed = await self.store.orphans.end(request_id)
         except StoreUnavailable:
             self.windows.set(request_id, STORE_RETRY)
             return

@@ -7,9 +7,14 @@ Every state change is atomic and publishes its event: :meth:`Store.add` publishe
 ``question.asked``, :meth:`Store.finish` moves a pending record to a finished status exactly once and
 publishes ``question.replied`` or ``question.rejected``. That is how every ``question.asked`` ends in
 exactly one of the two, whoever finishes it.
+
+A :class:`Store`'s abstract calls are its records and their events (add, get, pending, finish, wait,
+subscribe). What else the gateway keeps in the store is a part of its own, an attribute with a default
+for a store of one process that a backend overrides: ``audit_trail`` (:mod:`.audit_trail`),
+``held_keys`` (:mod:`.held_keys`), ``tool_liveness`` (:mod:`.tool_liveness`), ``orphans``
+(:mod:`.orphans`) and ``once`` (:mod:`.once`).
 """
 
-import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from functools import cached_property
@@ -19,6 +24,8 @@ from elicitation_gateway import events
 from elicitation_gateway.records import Record, Status
 from elicitation_gateway.stores.audit_trail import AuditTrail, MemoryAuditTrail
 from elicitation_gateway.stores.held_keys import HeldKeys, ProcessHeldKeys
+from elicitation_gateway.stores.once import Once, ProcessOnce
+from elicitation_gateway.stores.orphans import LocalOrphans, Orphans
 from elicitation_gateway.stores.tool_liveness import ProcessToolLiveness, ToolLiveness
 
 
@@ -74,6 +81,19 @@ class Store(ABC):
         nothing outlives the process, so nothing is noted."""
         return ProcessToolLiveness()
 
+    @cached_property
+    def orphans(self) -> Orphans:
+        """Questions whose caller went away, kept for a while for the same caller to come back to
+        (:mod:`.orphans`); in this process by default. With a shared store, any replica may take them."""
+        return LocalOrphans()
+
+    @cached_property
+    def once(self) -> Once:
+        """Work one process of those sharing the store does for all of them, once: claims, and escalation
+        steps marked announced (:mod:`.once`). By default every claim is the first, and the marks are
+        kept in the process, for a store of one process that outlives nothing."""
+        return ProcessOnce()
+
     async def start(self) -> None:  # noqa: B027  (optional hook)
         """Open connections, start background work."""
 
@@ -89,22 +109,6 @@ class Store(ABC):
         for an operator; None when it can. A store that failed to write tries a write here (as large
         as the refused one), so that it recovers without waiting for traffic."""
         return None
-
-    # Orphans: questions whose caller went away, kept for a while for the same caller to come back to
-    # (:mod:`elicitation_gateway.stores.orphans`). With a shared store, any replica may take them.
-
-    @abstractmethod
-    async def orphan(self, caller: str, request_id: str, digest: str, seconds: float) -> None:
-        """``request_id``'s caller went away: for ``seconds``, a call from the same caller may claim it."""
-
-    @abstractmethod
-    async def claim_orphan(self, caller: str, digest: str) -> str | None:
-        """The caller's oldest orphan, now claimed, or None. Raises :class:`.orphans.DigestMismatch`,
-        claiming nothing, when that orphan was asked with another ``digest``."""
-
-    @abstractmethod
-    async def end_orphan(self, request_id: str) -> bool:
-        """Whether ``request_id`` was still orphaned, unclaimed (its window ended); it is not any more."""
 
     async def count_pending(self, session_id: str | None = None) -> int:
         """How many records are pending (in one session, if given); backends may do it faster."""
@@ -153,26 +157,6 @@ class Store(ABC):
     def wake(self, request_id: str) -> None:  # noqa: B027  (optional hook)
         """End the waits on this record now (they return it as it is): for a shutdown that could not
         finish it."""
-
-    async def claim(self, name: str, seconds: float) -> bool:
-        """Whether this call is the first, of every process sharing the store, to claim ``name`` in the
-        next ``seconds``: work that one replica does for all of them, such as a webhook's delivery of an
-        event every replica sees. A store of one process: always (every event it sees is its own)."""
-        return True
-
-    async def mark_escalated(self, request_id: str, step: int, expires_at: float) -> bool:
-        """Whether this call is the first to mark ``request_id``'s escalation ``step`` (counted from 0) as
-        announced: once only, across restarts of a durable store and across replicas of a shared one.
-        ``expires_at``: when the question expires, after which the mark may go. This default keeps the
-        marks in the process, for a store of one process that outlives nothing."""
-        marks = self.__dict__.setdefault("_escalation_marks", {})
-        now = time.time()
-        for gone in [key for key, until in marks.items() if until < now]:
-            del marks[gone]
-        if (request_id, step) in marks:
-            return False
-        marks[request_id, step] = expires_at
-        return True
 
     def publish_here(self, event: events.Event) -> None:  # noqa: B027  (optional hook)
         """Give ``event`` (not replayable) to this process's subscribers alone, not kept: every process

@@ -19,7 +19,6 @@ from elicitation_gateway.records import Record, Status
 from elicitation_gateway.sizes import held, utf8_length
 from elicitation_gateway.stores.base import Store
 from elicitation_gateway.stores.fanout import LocalSubscription, Subscribers
-from elicitation_gateway.stores.orphans import LocalOrphans
 
 
 class MemoryIndex:
@@ -216,7 +215,6 @@ class MemoryStore(Store):
             subscriber_queue=subscriber_queue,
             history_bytes=history_bytes,
         )
-        self._orphans = LocalOrphans()
 
     async def close(self) -> None:
         self._index.close()
@@ -252,15 +250,6 @@ class MemoryStore(Store):
 
     def wake(self, request_id: str) -> None:
         self._index.wake(request_id)
-
-    async def orphan(self, caller: str, request_id: str, digest: str, seconds: float) -> None:
-        self._orphans.orphan(caller, request_id, digest, seconds)
-
-    async def claim_orphan(self, caller: str, digest: str) -> str | None:
-        return self._orphans.claim(caller, digest)
-
-    async def end_orphan(self, request_id: str) -> bool:
-        return self._orphans.end(request_id)
 
     async def subscribe(self, last_event_id: str | None = None) -> LocalSubscription:
         return self._index.subscribe(last_event_id)

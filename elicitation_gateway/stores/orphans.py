@@ -3,10 +3,14 @@
 A caller is a fingerprint the gateway makes of who asked and what (credentials, session, directory, the
 arguments or an ``Idempotency-Key``); ``digest`` tells two requests under one ``Idempotency-Key`` apart.
 An orphan is claimed once: by a call from the same caller within its window, or by the window's end.
-This is the in-process registry of the embedded stores; the Redis store keeps the same in Redis.
+
+A store exposes its part as ``store.orphans``. :class:`LocalOrphans`, the default, keeps them in this
+process (the embedded stores'); the Redis store keeps the same in Redis, where any replica may take them
+(:mod:`.redis.callers`).
 """
 
 import time
+from abc import ABC, abstractmethod
 from collections import deque
 from dataclasses import dataclass
 
@@ -23,21 +27,36 @@ class _Orphan:
     until: float
 
 
-class LocalOrphans:
+class Orphans(ABC):
+    @abstractmethod
+    async def orphan(self, caller: str, request_id: str, digest: str, seconds: float) -> None:
+        """``request_id``'s caller went away: for ``seconds``, a call from the same caller may claim it."""
+
+    @abstractmethod
+    async def claim(self, caller: str, digest: str) -> str | None:
+        """The caller's oldest orphan, now claimed, or None. Raises :class:`DigestMismatch`, claiming
+        nothing, when that orphan was asked with another ``digest``."""
+
+    @abstractmethod
+    async def end(self, request_id: str) -> bool:
+        """Whether ``request_id`` was still orphaned, unclaimed (its window ended); it is not any more."""
+
+
+class LocalOrphans(Orphans):
+    """Orphans kept in this process: a queue per caller, oldest first."""
+
     def __init__(self) -> None:
         self._by_caller: dict[str, deque[_Orphan]] = {}
         self._callers: dict[str, str] = {}  # request id -> caller, while orphaned
 
-    def orphan(self, caller: str, request_id: str, digest: str, seconds: float) -> None:
+    async def orphan(self, caller: str, request_id: str, digest: str, seconds: float) -> None:
         self._drop_lapsed(caller)
         self._by_caller.setdefault(caller, deque()).append(
             _Orphan(request_id, digest, time.monotonic() + seconds)
         )
         self._callers[request_id] = caller
 
-    def claim(self, caller: str, digest: str) -> str | None:
-        """The caller's oldest orphan, now claimed; None if it has none. Raises :class:`DigestMismatch`
-        (claiming nothing) when that orphan was asked with another ``digest``."""
+    async def claim(self, caller: str, digest: str) -> str | None:
         self._drop_lapsed(caller)
         waiting = self._by_caller.get(caller)
         if not waiting:
@@ -50,8 +69,7 @@ class LocalOrphans:
         del self._callers[orphan.request_id]
         return orphan.request_id
 
-    def end(self, request_id: str) -> bool:
-        """Whether ``request_id`` was still orphaned, unclaimed; it is not any more."""
+    async def end(self, request_id: str) -> bool:
         caller = self._callers.pop(request_id, None)
         if caller is None:
             return False

@@ -11,6 +11,7 @@ Tables::
               blocking request for it (``waited_on``: nobody can collect such a one after a crash)
     events    the replay history in publication order (``seq``), capped at ``history_size``
     audit     the audit trail, one line a row (:mod:`.audit_trail`), kept for the audit retention
+    escalations  the escalation steps announced of pending questions (:mod:`.sqlite_once`)
 
 Reads are served from memory (a :class:`.MemoryIndex`, as the in-memory store's); every change is
 committed to the file before it is made there and its event published. Writes run inline on the
@@ -54,8 +55,8 @@ from elicitation_gateway.stores.audit_trail import SQLITE_SCHEMA, AuditTrail, Sq
 from elicitation_gateway.stores.base import Store, StoreUnavailable
 from elicitation_gateway.stores.fanout import LocalSubscription
 from elicitation_gateway.stores.memory import MemoryIndex
-from elicitation_gateway.stores.orphans import LocalOrphans
 from elicitation_gateway.stores.sqlite_liveness import SqliteToolLiveness
+from elicitation_gateway.stores.sqlite_once import SqliteOnce
 
 logger = logging.getLogger(__name__)
 
@@ -153,7 +154,6 @@ class SqliteStore(Store):
             history_bytes=history_bytes,
             forgotten=self._forget,
         )
-        self._orphans = LocalOrphans()
         self._history_size = history_size
         self._result_ttl = result_ttl
         self.path = Path(path)
@@ -162,6 +162,7 @@ class SqliteStore(Store):
         self.tool_liveness = SqliteToolLiveness(
             self._note_waited_on, lambda request_id: self._index.pending_record(request_id) is not None
         )
+        self.once = SqliteOnce(self._transaction)
         self._checkpoint: asyncio.Task[None] | None = None
         self._commits = 0
         self._lock: int | None = None
@@ -335,15 +336,6 @@ class SqliteStore(Store):
     async def get(self, request_id: str) -> Record | None:
         return self._index.get(request_id)
 
-    async def mark_escalated(self, request_id: str, step: int, expires_at: float) -> bool:
-        """Kept in the file: a restart does not announce a step again. The marks of a question go when
-        it finishes."""
-        with self._transaction() as db:
-            marked = db.execute(
-                "INSERT OR IGNORE INTO escalations (id, step) VALUES (?, ?)", (request_id, step)
-            ).rowcount
-        return marked == 1
-
     def publish_here(self, event: events.Event) -> None:
         self._index.publish_here(event)
 
@@ -361,15 +353,6 @@ class SqliteStore(Store):
 
     async def subscribe(self, last_event_id: str | None = None) -> LocalSubscription:
         return self._index.subscribe(last_event_id)
-
-    async def orphan(self, caller: str, request_id: str, digest: str, seconds: float) -> None:
-        self._orphans.orphan(caller, request_id, digest, seconds)
-
-    async def claim_orphan(self, caller: str, digest: str) -> str | None:
-        return self._orphans.claim(caller, digest)
-
-    async def end_orphan(self, request_id: str) -> bool:
-        return self._orphans.end(request_id)
 
     def _note_waited_on(self, request_id: str) -> None:
         try:  # one statement: a transaction of its own

@@ -720,7 +720,8 @@ async def test_an_escalation_step_is_marked_by_one_replica_and_the_mark_expires(
     kept = record(ids.question_id())
     await one.add(kept)
     marks = await asyncio.gather(
-        one.mark_escalated(kept.id, 0, kept.expires_at), other.mark_escalated(kept.id, 0, kept.expires_at)
+        one.once.mark_escalated(kept.id, 0, kept.expires_at),
+        other.once.mark_escalated(kept.id, 0, kept.expires_at),
     )
     assert sorted(marks) == [False, True]
     ttl = await one._client.pttl(one._keys.escalated(kept.id, 0))

@@ -407,43 +407,43 @@ async def test_thousands_of_subscribers_get_every_event_in_order(make_store):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Orphans: questions whose caller went away, for the same caller to come back to
+# Orphans (store.orphans): questions whose caller went away, for the same caller to come back to
 
 
 async def test_an_orphan_is_claimed_once_by_its_own_caller(make_store):
     store = await make_store()
-    await store.orphan("caller-a", "que_1", "", 60)
-    assert await store.claim_orphan("caller-b", "") is None
-    assert await store.claim_orphan("caller-a", "") == "que_1"
-    assert await store.claim_orphan("caller-a", "") is None  # once
-    assert await store.end_orphan("que_1") is False  # claimed: its window's end finds nothing
+    await store.orphans.orphan("caller-a", "que_1", "", 60)
+    assert await store.orphans.claim("caller-b", "") is None
+    assert await store.orphans.claim("caller-a", "") == "que_1"
+    assert await store.orphans.claim("caller-a", "") is None  # once
+    assert await store.orphans.end("que_1") is False  # claimed: its window's end finds nothing
 
 
 async def test_orphans_of_one_caller_are_claimed_oldest_first(make_store):
     store = await make_store()
     for request_id in ("que_1", "que_2"):
-        await store.orphan("caller", request_id, "", 60)
-    assert [await store.claim_orphan("caller", "") for _ in range(3)] == ["que_1", "que_2", None]
+        await store.orphans.orphan("caller", request_id, "", 60)
+    assert [await store.orphans.claim("caller", "") for _ in range(3)] == ["que_1", "que_2", None]
 
 
 async def test_an_orphan_whose_window_ended_is_not_claimed(make_store):
     store = await make_store()
-    await store.orphan("caller", "que_1", "", 60)
-    await store.orphan("caller", "que_2", "", 60)
-    assert await store.end_orphan("que_1") is True
-    assert await store.end_orphan("que_1") is False
-    assert await store.claim_orphan("caller", "") == "que_2"
-    await store.orphan("caller", "que_3", "", 0.05)
+    await store.orphans.orphan("caller", "que_1", "", 60)
+    await store.orphans.orphan("caller", "que_2", "", 60)
+    assert await store.orphans.end("que_1") is True
+    assert await store.orphans.end("que_1") is False
+    assert await store.orphans.claim("caller", "") == "que_2"
+    await store.orphans.orphan("caller", "que_3", "", 0.05)
     await asyncio.sleep(0.15)  # lapsed without its end being called (the process that kept it is gone)
-    assert await store.claim_orphan("caller", "") is None
+    assert await store.orphans.claim("caller", "") is None
 
 
 async def test_a_claim_with_another_digest_claims_nothing(make_store):
     store = await make_store()
-    await store.orphan("key", "que_1", "body-a", 60)
+    await store.orphans.orphan("key", "que_1", "body-a", 60)
     with pytest.raises(DigestMismatch):
-        await store.claim_orphan("key", "body-b")
-    assert await store.claim_orphan("key", "body-a") == "que_1"
+        await store.orphans.claim("key", "body-b")
+    assert await store.orphans.claim("key", "body-a") == "que_1"
 
 
 async def test_an_escalation_step_is_marked_once(make_store):
@@ -451,11 +451,11 @@ async def test_an_escalation_step_is_marked_once(make_store):
     store = await make_store()
     kept = record("que_esc")
     await store.add(kept)
-    marks = await asyncio.gather(*(store.mark_escalated(kept.id, 0, kept.expires_at) for _ in range(5)))
+    marks = await asyncio.gather(*(store.once.mark_escalated(kept.id, 0, kept.expires_at) for _ in range(5)))
     assert sorted(marks) == [False, False, False, False, True]
-    assert await store.mark_escalated(kept.id, 1, kept.expires_at)
-    assert not await store.mark_escalated(kept.id, 1, kept.expires_at)
-    assert await store.mark_escalated("que_other", 0, kept.expires_at)
+    assert await store.once.mark_escalated(kept.id, 1, kept.expires_at)
+    assert not await store.once.mark_escalated(kept.id, 1, kept.expires_at)
+    assert await store.once.mark_escalated("que_other", 0, kept.expires_at)
 
 
 async def test_an_event_published_here_reaches_subscribers_but_is_not_replayed(make_store):

@@ -85,7 +85,7 @@ async def test_a_step_already_marked_is_announced_on_streams_but_not_notified_ag
     parts = Parts(store)
     record = record_of("que_2", ["alice"], (Step(after=0.01, to=("bob",)),), time.time() - 5)
     await store.add(record)
-    assert await store.mark_escalated("que_2", 0, record.expires_at)
+    assert await store.once.mark_escalated("que_2", 0, record.expires_at)
     subscription = await store.subscribe()
     try:
         parts.escalating.follow(record)
@@ -116,7 +116,7 @@ async def test_a_step_that_meets_a_store_outage_is_tried_again(monkeypatch):
     parts = Parts(store)
     record = record_of("que_4", ["alice"], (Step(after=0.01, to=("bob",)),), time.time())
     await store.add(record)
-    real, failures = store.mark_escalated, [1]
+    real, failures = store.once.mark_escalated, [1]
 
     async def flaky(*args):
         if failures:
@@ -124,7 +124,7 @@ async def test_a_step_that_meets_a_store_outage_is_tried_again(monkeypatch):
             raise StoreUnavailable("down")
         return await real(*args)
 
-    monkeypatch.setattr(store, "mark_escalated", flaky)
+    monkeypatch.setattr(store.once, "mark_escalated", flaky)
     monkeypatch.setattr("elicitation_gateway.gateway.escalating.STORE_RETRY", 0.05)
     parts.escalating.follow(record)
     await until(lambda: parts.told == [("que_4", ("bob",))], what="the step, once the store is back")

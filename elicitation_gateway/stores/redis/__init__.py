@@ -58,6 +58,7 @@ The package, one file a concern::
     waiters.py     the requests waiting for a record to finish, and the records handed to them
     liveness.py    liveness entries and waits sets; the claims of gone replicas' questions
     callers.py     orphans, and Idempotency-Keys held across replicas
+    once.py        claims and escalation marks: work one replica does for all, once
     store.py       the store: records added and finished, a composition of the parts above
 """
 

@@ -4,13 +4,13 @@ the Idempotency-Keys callers hold."""
 import secrets
 
 from elicitation_gateway.stores.held_keys import HeldKey, HeldKeys
-from elicitation_gateway.stores.orphans import DigestMismatch
+from elicitation_gateway.stores.orphans import DigestMismatch, Orphans
 from elicitation_gateway.stores.redis.connection import Connection, reachable
 from elicitation_gateway.stores.redis.keys import Keys
 from elicitation_gateway.stores.redis.scripts import CLAIM_ORPHAN, JOIN_KEY, LEAVE_KEY, REKEY
 
 
-class Orphans:
+class RedisOrphans(Orphans):
     """A list of ids per caller, and a key per orphaned id (its digest) that lasts its window;
     claiming an id deletes its key, so that it is claimed once, by a call or by the window's end."""
 

@@ -22,11 +22,11 @@ class Keys:
         return self._record_prefix + request_id
 
     def claimed(self, name: str) -> str:
-        """A claim of work one replica does for all (:meth:`.RedisStore.claim`)."""
+        """A claim of work one replica does for all (:meth:`.RedisOnce.claim`)."""
         return f"{self.prefix}:claimed:{name}"
 
     def escalated(self, request_id: str, step: int) -> str:
-        """The mark of an escalation step announced (:meth:`.RedisStore.mark_escalated`)."""
+        """The mark of an escalation step announced (:meth:`.RedisOnce.mark_escalated`)."""
         return f"{self.prefix}:escalated:{request_id}:{step}"
 
     def changed(self, request_id: str) -> list[str]:

@@ -1,6 +1,6 @@
 """The Redis store itself, a composition of its parts: the records, kept by the scripts; the loop that
 follows the event stream and fans it out (:mod:`.follower`), the replicas' liveness (:mod:`.liveness`),
-and what it keeps of callers (:mod:`.callers`).
+what it keeps of callers (:mod:`.callers`), and the work one replica does for all (:mod:`.once`).
 """
 
 import asyncio
@@ -22,12 +22,13 @@ from elicitation_gateway.stores.audit_trail import AuditTrail
 from elicitation_gateway.stores.base import Store, StoreUnavailable
 from elicitation_gateway.stores.redis.audit import RedisAuditTrail
 from elicitation_gateway.stores.redis.cache import PendingCache
-from elicitation_gateway.stores.redis.callers import Orphans, RedisHeldKeys
+from elicitation_gateway.stores.redis.callers import RedisHeldKeys, RedisOrphans
 from elicitation_gateway.stores.redis.codec import encode, entry
 from elicitation_gateway.stores.redis.connection import UNREACHABLE, Connection, reachable
 from elicitation_gateway.stores.redis.follower import RedisSubscription, StreamFollower
 from elicitation_gateway.stores.redis.keys import Keys
 from elicitation_gateway.stores.redis.liveness import Liveness
+from elicitation_gateway.stores.redis.once import RedisOnce
 from elicitation_gateway.stores.redis.scripts import ADD, FINISH, RETRACT
 from elicitation_gateway.stores.redis.waiters import Waiters
 
@@ -75,7 +76,8 @@ class RedisStore(Store):
             history_size=history_size,
             subscriber_queue=subscriber_queue,
         )
-        self._orphans = Orphans(self._connection, self._keys)
+        self.orphans = RedisOrphans(self._connection, self._keys)
+        self.once = RedisOnce(self._connection, self._keys)
         self.held_keys = RedisHeldKeys(self._connection, self._keys, replica_liveness)
         self.tool_liveness = Liveness(
             self._connection, self._keys, self.replica_id, replica_liveness, self.held_keys.renew
@@ -134,18 +136,6 @@ class RedisStore(Store):
             cause = error.__cause__
             return f"the question store (Redis) is unreachable: {cause}" if cause else str(error)
         return None
-
-    # ---------------------------------------------------------------------------------------------
-    # Orphans, and Idempotency-Keys held across replicas
-
-    async def orphan(self, caller: str, request_id: str, digest: str, seconds: float) -> None:
-        await self._orphans.orphan(caller, request_id, digest, seconds)
-
-    async def claim_orphan(self, caller: str, digest: str) -> str | None:
-        return await self._orphans.claim(caller, digest)
-
-    async def end_orphan(self, request_id: str) -> bool:
-        return await self._orphans.end(request_id)
 
     # ---------------------------------------------------------------------------------------------
     # Records
@@ -257,21 +247,6 @@ class RedisStore(Store):
             self._follower.count_own(appended, session_id)
         self._waiters.hand(finished)
         return finished
-
-    async def claim(self, name: str, seconds: float) -> bool:
-        """One ``SET NX`` across replicas, kept for ``seconds``."""
-        with reachable():
-            claimed = await self._client.set(
-                self._keys.claimed(name), 1, nx=True, px=max(1, round(seconds * 1000))
-            )
-        return bool(claimed)
-
-    async def mark_escalated(self, request_id: str, step: int, expires_at: float) -> bool:
-        """One ``SET NX`` across replicas, kept until a minute after the question expires."""
-        keep_ms = max(1000, round((expires_at - time.time() + 60) * 1000))
-        with reachable():
-            marked = await self._client.set(self._keys.escalated(request_id, step), 1, nx=True, px=keep_ms)
-        return bool(marked)
 
     def publish_here(self, event: events.Event) -> None:
         self._follower.publish_here(event)
