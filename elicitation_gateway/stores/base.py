@@ -1,7 +1,8 @@
 """The one interface behind which pending questions are kept and their events fanned out.
 
 Routes and the gateway speak only to :class:`Store`. The in-memory implementation
-(:mod:`elicitation_gateway.stores.memory`) is the default; another backend (Redis) implements the same calls.
+(:mod:`elicitation_gateway.stores.memory`) is the default; SQLite (:mod:`.sqlite`) and Redis
+(:mod:`.redis`) implement the same calls.
 
 Every state change is atomic and publishes its event: :meth:`Store.add` publishes
 ``question.asked``, :meth:`Store.finish` moves a pending record to a finished status exactly once and
