@@ -46,10 +46,25 @@ class Measure:
     """Python calls (functions and built-ins) per round trip, under cProfile."""
 
 
+HARNESS = Path(__file__).resolve().parent.parent
+"""This checkout: its ``bench`` runs the measure, whichever gateway is measured."""
+TOOL_TIMEOUT = 20
+"""``?timeout=`` of each ``POST /elicit``, as the socket bench's tools send it: a reply lost to a bug
+ends its round trip (refused, below) instead of holding the run for the gateway's 300 s."""
+RUN_SECONDS = 600
+"""The most one app's measure may take, however slow the machine: a stall fails the run."""
+
+
 async def _call(
-    app: App, method: str, path: str, body: bytes = b"", on_body: Callable[[bytes], None] | None = None
-) -> bytes:
-    """One request through the ASGI app; its body, or each chunk to ``on_body`` (a stream)."""
+    app: App,
+    method: str,
+    path: str,
+    body: bytes = b"",
+    query: bytes = b"",
+    on_body: Callable[[bytes], None] | None = None,
+) -> tuple[int, bytes]:
+    """One request through the ASGI app: its status and body, or its status and each chunk to
+    ``on_body`` (a stream)."""
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},
@@ -58,7 +73,7 @@ async def _call(
         "scheme": "http",
         "path": path,
         "raw_path": path.encode(),
-        "query_string": b"",
+        "query_string": query,
         "root_path": "",
         "headers": [(b"host", b"127.0.0.1:4096"), *(JSON if body else [])],
         "client": ("127.0.0.1", 50000),
@@ -67,6 +82,7 @@ async def _call(
     }
     sent = False
     done = asyncio.Event()
+    status = 0
 
     async def receive() -> dict[str, Any]:
         nonlocal sent
@@ -79,7 +95,10 @@ async def _call(
     chunks: list[bytes] = []
 
     async def send(message: dict[str, Any]) -> None:
-        if message["type"] == "http.response.body":
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        elif message["type"] == "http.response.body":
             chunk = message.get("body", b"")
             if on_body is not None:
                 on_body(chunk)
@@ -90,38 +109,46 @@ async def _call(
         await app(scope, receive, send)
     finally:
         done.set()
-    return b"".join(chunks)
+    return status, b"".join(chunks)
 
 
-async def _lifespan(app: App) -> asyncio.Queue[dict[str, Any]]:
+async def _started(app: App) -> asyncio.Task[None]:
+    """The app's lifespan, started: its task (kept, so that it runs to the end of the measure)."""
     messages: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    started = asyncio.Event()
+    outcome: asyncio.Future[str] = asyncio.get_running_loop().create_future()
 
     async def send(message: dict[str, Any]) -> None:
-        if message["type"] == "lifespan.startup.complete":
-            started.set()
-        elif message["type"] == "lifespan.startup.failed":
-            raise RuntimeError(message.get("message"))
+        if message["type"].startswith("lifespan.startup.") and not outcome.done():
+            outcome.set_result(message.get("message") or message["type"])
 
-    asyncio.get_running_loop().create_task(
-        app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, messages.get, send)
-    )
+    scope = {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}
+    lifespan = asyncio.ensure_future(app(scope, messages.get, send))
     await messages.put({"type": "lifespan.startup"})
-    await started.wait()
-    return messages
+    await asyncio.wait([outcome, lifespan], return_when=asyncio.FIRST_COMPLETED)
+    if lifespan.done():  # it raised, or ended without starting
+        lifespan.result()
+        raise RuntimeError("the app's lifespan ended before it started")
+    if (said := outcome.result()) != "lifespan.startup.complete":
+        raise RuntimeError(f"the app did not start: {said}")
+    return lifespan
 
 
 async def _measure(app: App, tools: int, round_trips: int, repeat: int, profile: int) -> tuple[float, float]:
     """The best pass's CPU per round trip (µs), and the calls per round trip."""
-    await _lifespan(app)
+    lifespan = await _started(app)
     loop = asyncio.get_running_loop()
-    replies: set[asyncio.Task[bytes]] = set()
+    replies: set[asyncio.Task[None]] = set()
+    failures: list[str] = []
+
+    async def reply(request_id: str) -> None:
+        status, body = await _call(app, "POST", f"/question/{request_id}/reply", ANSWERS)
+        if status != 200:
+            failures.append(f"a reply got {status}: {body[:200]!r}")
 
     def on_frame(chunk: bytes) -> None:
         for line in chunk.split(b"\n"):
             if line.startswith(b"data:") and ASKED in line:
-                request_id = json.loads(line[5:])["properties"]["id"]
-                task = loop.create_task(_call(app, "POST", f"/question/{request_id}/reply", ANSWERS))
+                task = loop.create_task(reply(json.loads(line[5:])["properties"]["id"]))
                 replies.add(task)
                 task.add_done_callback(replies.discard)
 
@@ -133,61 +160,79 @@ async def _measure(app: App, tools: int, round_trips: int, repeat: int, profile:
         nonlocal left
         while left > 0:
             left -= 1
-            result = await _call(app, "POST", "/elicit", BODY)
-            if b'"accept"' not in result:
-                raise RuntimeError(f"a round trip failed: {result[:200]!r}")
+            query = f"callID=t{time.monotonic_ns()}&timeout={TOOL_TIMEOUT}".encode()
+            status, result = await _call(app, "POST", "/elicit", BODY, query)
+            if status != 200 or b'"accept"' not in result:
+                failures.append(f"a round trip got {status}: {result[:200]!r}")
+            if failures or stream.done():
+                raise RuntimeError(failures[0] if failures else "the answerer's stream ended")
 
     async def run(count: int) -> None:
         nonlocal left
         left = count
         await asyncio.gather(*(tool() for _ in range(tools)))
 
-    await run(max(200, round_trips // 5))  # warm: caches filled, code paths taken once
-    best = float("inf")
-    for _ in range(repeat):
-        started = time.process_time()
+    async with asyncio.timeout(RUN_SECONDS):
+        await run(max(200, round_trips // 5))  # warm: caches filled, code paths taken once
+        best = float("inf")
+        for _ in range(repeat):
+            started = time.process_time()
+            await run(round_trips)
+            best = min(best, (time.process_time() - started) / round_trips)
+        profiler = cProfile.Profile()
+        profiler.enable()
         await run(round_trips)
-        best = min(best, (time.process_time() - started) / round_trips)
-    profiler = cProfile.Profile()
-    profiler.enable()
-    await run(round_trips)
-    profiler.disable()
+        profiler.disable()
     stats = pstats.Stats(profiler)
     calls = sum(entry[1] for entry in stats.stats.values())  # type: ignore[attr-defined]
     if profile:
         stats.sort_stats("cumulative").print_stats(profile)
     stream.cancel()
+    lifespan.cancel()
     return best * 1e6, calls / round_trips
 
 
-def _in_child(which: str, tools: int, round_trips: int, repeat: int, profile: int) -> Measure:
-    """Each app in a process of its own: neither's imports or garbage weigh on the other's figures."""
-    command = [sys.executable, "-m", "bench.in_process", "--one", which, "--tools", str(tools)]
-    command += ["--round-trips", str(round_trips), "--repeat", str(repeat), "--profile", str(profile)]
-    path = os.pathsep.join(filter(None, [str(HARNESS), os.environ.get("PYTHONPATH")]))
-    environment = os.environ | {"PYTHONPATH": path}
-    done = subprocess.run(command, cwd=HARNESS, env=environment, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"{which} failed:\n{done.stderr[-2000:]}")
-    *shown, last = done.stdout.rstrip("\n").split("\n")
+def _in_child(which: str, options: argparse.Namespace) -> Measure:
+    """Each app in a process of its own: neither's imports or garbage weigh on the other's figures. The
+    child runs this checkout's ``bench`` (its working folder); the gateway it imports from
+    ``--app-dir``, when given. It inherits the environment, ``GATEWAY_*`` settings included, as the
+    socket bench's gateway does."""
+    command = [sys.executable, "-m", "bench.in_process", "--one", which, "--tools", str(options.tools)]
+    command += ["--round-trips", str(options.round_trips), "--repeat", str(options.repeat)]
+    command += ["--profile", str(options.profile if which == "gateway" else 0)]
+    if options.app_dir is not None:
+        command += ["--app-dir", str(options.app_dir)]
+    child = subprocess.Popen(
+        command,
+        cwd=HARNESS,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = child.communicate(timeout=RUN_SECONDS + 60)
+    finally:
+        if child.poll() is None:  # this process interrupted or timed out: the child goes too
+            child.kill()
+            child.wait()
+    if child.returncode != 0:
+        raise RuntimeError(f"{which} failed:\n{err[-2000:]}")
+    *shown, last = out.rstrip("\n").split("\n")
     if shown:
         print("\n".join(shown))
     figures = json.loads(last)
     return Measure(figures["app"], figures["cpu_us"], figures["calls"])
 
 
-HARNESS = Path(__file__).resolve().parent.parent
-"""This checkout: its ``bench`` runs the measure, whichever gateway is measured."""
-
-
-def _one(which: str, tools: int, round_trips: int, repeat: int, profile: int) -> None:
+def _one(which: str, options: argparse.Namespace) -> None:
     import logging
 
     import uvloop
 
     if which == "gateway":
-        if app_dir := os.environ.get("BENCH_APP_DIR"):  # before the gateway is first imported
-            sys.path.insert(0, app_dir)
+        if options.app_dir is not None:  # before the gateway is first imported
+            sys.path.insert(0, str(options.app_dir))
         from elicitation_gateway.server.app import create_app
         from elicitation_gateway.server.logs import configure_logging
         from elicitation_gateway.settings import Settings
@@ -205,12 +250,11 @@ def _one(which: str, tools: int, round_trips: int, repeat: int, profile: int) ->
 
         logging.disable(logging.CRITICAL)
         app, origin = bare, sys.modules["bench.baseline"].__file__
-    cpu_us, calls = uvloop.run(
-        _measure(app, tools, round_trips, repeat, profile if which == "gateway" else 0)
-    )
+    measured = _measure(app, options.tools, options.round_trips, options.repeat, options.profile)
+    cpu_us, calls = uvloop.run(measured)
     app_dir = str(Path(origin or "").resolve().parent.parent)
     print(json.dumps({"app": app_dir, "cpu_us": cpu_us, "calls": calls}), flush=True)
-    os._exit(0)  # the apps' lifespans are left running: nothing to wait for
+    os._exit(0)  # nothing left worth waiting for (the stores are in memory)
 
 
 def main(argv: list[str]) -> int:
@@ -225,7 +269,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--profile", type=int, default=0, metavar="N", help="print the gateway's N costliest functions"
     )
-    parser.add_argument("--app-dir", type=Path, help="import the gateway from this checkout")
+    parser.add_argument("--app-dir", type=Path, help="import the gateway from this checkout (this one's)")
     parser.add_argument(
         "--quick", action="store_true", help="tiny counts: proves the harness, measures nothing"
     )
@@ -233,13 +277,17 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.round_trips, args.repeat = 50, 1
+    if args.app_dir is not None:
+        args.app_dir = args.app_dir.resolve()
+        if not (args.app_dir / "elicitation_gateway" / "__init__.py").is_file():
+            parser.error(f"--app-dir {args.app_dir} holds no elicitation_gateway package")
     if args.one:
-        _one(args.one, args.tools, args.round_trips, args.repeat, args.profile)
+        _one(args.one, args)
         return 0
-    if args.app_dir:
-        os.environ["BENCH_APP_DIR"] = str(args.app_dir.resolve())
-    gateway = _in_child("gateway", args.tools, args.round_trips, args.repeat, args.profile)
-    bare = _in_child("bare", args.tools, args.round_trips, args.repeat, 0)
+    gateway = _in_child("gateway", args)
+    if args.app_dir is not None and gateway.app != str(args.app_dir):
+        raise RuntimeError(f"the gateway measured was imported from {gateway.app}, not {args.app_dir}")
+    bare = _in_child("bare", args)
     print(f"gateway from {gateway.app}")
     rows = [
         (f"at {args.tools} tools, in one process", "gateway", "bare", "ratio"),

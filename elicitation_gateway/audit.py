@@ -21,8 +21,8 @@ REST API, a one-tap link), a webhook, or the gateway itself (an expiry, an escal
 GENESIS = "0" * 64
 """The hash the first entry of a trail follows."""
 FIELDS = ("seq", "at", "event", "question", "who", "via", "answers", "prev", "hash")
-_HASHED = tuple(sorted(name for name in FIELDS if name != "hash"))
-"""What an entry's hash covers, in the canonical (sorted) order."""
+_HASHED = tuple(name for name in FIELDS if name != "hash")
+"""What an entry's hash covers: every field but the hash itself (encoded with sorted keys)."""
 _CANONICAL = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 """The hash's encoding, made once (``json.dumps`` with options makes an encoder every call)."""
 

@@ -13,11 +13,11 @@ from abc import ABC, abstractmethod
 
 
 class Once(ABC):
-    @abstractmethod
     async def claim(self, name: str, seconds: float) -> bool:
         """Whether this call is the first, of every process sharing the store, to claim ``name`` in the
         next ``seconds``: work that one replica does for all of them, such as a webhook's delivery of an
-        event every replica sees."""
+        event every replica sees. A store of one process: always (every event it sees is its own)."""
+        return True
 
     @abstractmethod
     async def mark_escalated(self, request_id: str, step: int, expires_at: float) -> bool:
@@ -32,9 +32,6 @@ class ProcessOnce(Once):
 
     def __init__(self) -> None:
         self._marks: dict[tuple[str, int], float] = {}
-
-    async def claim(self, name: str, seconds: float) -> bool:
-        return True
 
     async def mark_escalated(self, request_id: str, step: int, expires_at: float) -> bool:
         marks = self._marks

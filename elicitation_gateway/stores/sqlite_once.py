@@ -11,17 +11,14 @@ from elicitation_gateway.stores.once import Once
 
 
 class SqliteOnce(Once):
-    """``transaction`` is the store's: one atomic change of its file, committed when the block ends (its
+    """Its claims are the default (one process owns the file: every event it sees is its own).
+    ``transaction`` is the store's: one atomic change of its file, committed when the block ends (its
     faults raise :class:`.StoreUnavailable`)."""
 
     def __init__(
         self, transaction: Callable[[], contextlib.AbstractContextManager[sqlite3.Connection]]
     ) -> None:
         self._transaction = transaction
-
-    async def claim(self, name: str, seconds: float) -> bool:
-        """One process owns the file: every event it sees is its own."""
-        return True
 
     async def mark_escalated(self, request_id: str, step: int, expires_at: float) -> bool:
         """Kept in the file: a restart does not announce a step again. The marks of a question go when

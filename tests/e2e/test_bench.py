@@ -9,7 +9,9 @@ One quick run with ``--runs 2 --before`` covers all of it, to keep the suite sho
 
 import copy
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -408,16 +410,45 @@ def test_memory_is_measured_beside_the_baseline(quick_run):
 
 def test_the_in_process_measure_drives_both_apps_and_can_measure_another_checkout(tmp_path):
     """``python -m bench.in_process --quick``: real round trips through the gateway's ASGI app and the
-    baseline's, each in a process of its own, and ``--app-dir`` measures another checkout's gateway."""
+    baseline's, each in a process of its own; ``--app-dir`` measures another checkout's gateway and
+    ``--profile`` shows its costliest functions."""
     shutil.copytree(REPOSITORY / "elicitation_gateway", tmp_path / "elicitation_gateway")
-    command = [sys.executable, "-m", "bench.in_process", "--quick", "--app-dir", str(tmp_path)]
-    finished = subprocess.run(
-        command, cwd=REPOSITORY, capture_output=True, text=True, timeout=120, check=False
-    )
-    assert finished.returncode == 0, finished.stderr[-4000:]
-    lines = finished.stdout.splitlines()
-    assert lines[0] == f"gateway from {tmp_path.resolve()}"
-    rows = {line[:34].strip(): line[34:].split() for line in lines[2:]}
+    command = [
+        sys.executable,
+        "-m",
+        "bench.in_process",
+        "--quick",
+        "--app-dir",
+        str(tmp_path),
+        "--profile",
+        "3",
+    ]
+    with subprocess.Popen(
+        command,
+        cwd=REPOSITORY,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    ) as run:
+        try:
+            out, err = run.communicate(timeout=120)
+        finally:  # a run that hangs takes its children with it
+            if run.poll() is None:
+                os.killpg(run.pid, signal.SIGKILL)
+                run.wait()
+    assert run.returncode == 0, err[-4000:]
+    lines = out.splitlines()
+    summary = lines.index(f"gateway from {tmp_path.resolve()}")
+    assert any("cumulative" in line for line in lines[:summary]), "the profile comes first"
+    rows = {line[:34].strip(): line[34:].split() for line in lines[summary + 2 :]}
     cpu, calls = rows["CPU per round trip (µs, best)"], rows["Python calls per round trip"]
     assert all(float(figure) > 0 for figure in cpu + calls)
     assert float(calls[0]) > float(calls[1])  # the gateway does more than the bare app, whatever the load
+
+
+def test_the_in_process_measure_refuses_a_checkout_without_the_gateway(tmp_path):
+    command = [sys.executable, "-m", "bench.in_process", "--quick", "--app-dir", str(tmp_path)]
+    done = subprocess.run(command, cwd=REPOSITORY, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert f"--app-dir {tmp_path.resolve()} holds no elicitation_gateway package" in done.stderr
