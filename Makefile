@@ -64,21 +64,26 @@ $(VENV)/.installed-%: pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[$(EXTRAS_$*)]"
 	touch $@ $(if $(filter test,$*),$(SERVICE))
 
+# npm now and then stalls on a registry connection that neither ends nor times out: each install gets
+# ten minutes, three times over (`npm ci` starts from an empty node_modules every time).
+npm = for attempt in 1 2 3; do timeout 600 npm $(1) && break; [ $$attempt -lt 3 ] || exit 1; \
+	echo "npm $(firstword $(1)) failed or stalled for 10 minutes; trying again ($$attempt of 3)" >&2; done
+
 # The published OpenCode SDK for its compatibility test, exactly as the committed lock file pins it.
 $(NODE_TESTS)/node_modules/.installed: $(NODE_TESTS)/package.json $(NODE_TESTS)/package-lock.json
-	npm ci --prefix $(NODE_TESTS) --no-audit --no-fund
+	$(call npm,ci --prefix $(NODE_TESTS) --no-audit --no-fund)
 	touch $@
 
 # ESLint for the web page's script, exactly as its lock file pins it.
 $(JS_LINT)/node_modules/.installed: $(JS_LINT)/package.json $(JS_LINT)/package-lock.json
-	npm ci --prefix $(JS_LINT) --no-audit --no-fund
+	$(call npm,ci --prefix $(JS_LINT) --no-audit --no-fund)
 	touch $@
 
 # The official MCP conformance suite, the MCP Inspector (its CLI) and the Node 22 they need (the npm
 # package `node`), pinned by its lock file. `npm ci` suits it: the lock holds `node` itself, whose install script (allowed in
 # package.json's allowScripts) fetches this platform's binary package at the same exact version.
 $(CONFORMANCE)/node_modules/.installed: $(CONFORMANCE)/package.json $(CONFORMANCE)/package-lock.json
-	npm ci --prefix $(CONFORMANCE) --no-audit --no-fund
+	$(call npm,ci --prefix $(CONFORMANCE) --no-audit --no-fund)
 	touch $@
 
 # The published OpenCode CLI and TUI for the bridge's end-to-end tests, pinned by its lock file.
@@ -86,7 +91,7 @@ $(CONFORMANCE)/node_modules/.installed: $(CONFORMANCE)/package.json $(CONFORMANC
 # refuses the lock for the other platforms' optional packages; `install --no-save` checks what the
 # lock pins and leaves it as it is.
 $(OPENCODE)/node_modules/.installed: $(OPENCODE)/package.json $(OPENCODE)/package-lock.json
-	npm install --prefix $(OPENCODE) --no-save --no-audit --no-fund
+	$(call npm,install --prefix $(OPENCODE) --no-save --no-audit --no-fund)
 	touch $@
 
 # Refresh the pinned versions after changing dependencies in pyproject.toml.
