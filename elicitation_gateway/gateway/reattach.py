@@ -5,6 +5,7 @@ processes (the key held in the store)."""
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
@@ -87,6 +88,7 @@ class Reattach:
         self.released = released
         self.holds: dict[str, Hold] = {}  # Idempotency-Keys of calls asking or waiting here
         self.orphaned: set[str] = set()  # questions whose caller went away, kept for it to come back
+        self._asking: set[asyncio.Future[Record]] = set()  # asks going on for callers already gone
         self.windows = Deadlines(lambda request_id: spawn(self._end_orphan(request_id)))
 
     def stop(self) -> None:
@@ -109,9 +111,35 @@ class Reattach:
         caller was away (its result, once). An ``exclusive`` caller's key is held from the start: calls
         of that key meanwhile wait for its question and attach to it. Raises :class:`KeyReused` when the
         key's question was asked with another body. The :meth:`.Gateway.final_result` of an
-        ``exclusive`` caller must follow (it gives the hold back)."""
+        ``exclusive`` caller must follow (it gives the hold back).
+
+        A ``caller`` that goes away (its call cancelled) while its question is being made, as a shared
+        store's write is awaited, does not cut the ask short: the question, once made, is kept for the
+        caller as if it had gone during the wait (else a question already announced would be withdrawn
+        for a caller that may come back)."""
         if caller is None:
             return await self.ask(message, schema, options, None)
+        asking = asyncio.ensure_future(self._ask_or_attach(message, schema, options, caller))
+        try:
+            return await asyncio.shield(asking)
+        except asyncio.CancelledError:
+            self._asking.add(asking)
+            asking.add_done_callback(functools.partial(self._made_for_gone, caller))
+            raise
+
+    def _made_for_gone(self, caller: Caller, asking: asyncio.Future[Record]) -> None:
+        """The ask of a caller that went away meanwhile is done: what a cancelled wait does
+        (:meth:`.Waiting.final_result`) for the question it made; nothing for an ask refused (it undid
+        itself)."""
+        self._asking.discard(asking)
+        if asking.cancelled() or asking.exception() is not None:
+            return
+        record = asking.result()
+        hold = self.hold_of(caller)
+        if record.result is not None or not self.went_away(record, caller, hold):
+            self.release(caller, hold)
+
+    async def _ask_or_attach(self, message: str, schema: Any, options: AskOptions, caller: Caller) -> Record:
         if not caller.exclusive:
             return await self._claim_or_ask(message, schema, options, caller)
         while (hold := self.holds.get(caller.key)) is not None:

@@ -105,3 +105,83 @@ async def test_calls_of_one_key_share_one_question_and_give_the_key_back():
     parts.reattach.release(caller, hold)
     parts.reattach.release(caller, hold)
     assert parts.reattach.holds == {}
+
+
+class SlowParts(Parts):
+    """A store write that takes a while (a shared store's): the call can be cancelled during it."""
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.writing = asyncio.Event()
+        self.written = asyncio.Event()
+
+    async def ask(self, message: str, schema: Any, options: AskOptions, request_id: str | None) -> Record:
+        self.writing.set()
+        await self.written.wait()
+        return await super().ask(message, schema, options, request_id)
+
+
+async def test_a_caller_gone_while_its_question_is_stored_is_kept_it_all_the_same():
+    parts = SlowParts(reattach_window=30)
+    caller = Caller("same call")
+    call = asyncio.create_task(parts.reattach.ask_or_attach("Who?", SCHEMA, AskOptions(), caller))
+    await parts.writing.wait()
+    call.cancel()  # the agent's connection drops while the store writes
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    parts.written.set()
+    for _ in range(100):
+        if parts.reattach.keeps(parts.asked[-1] if parts.asked else ""):
+            break
+        await asyncio.sleep(0.01)
+    (made,) = parts.asked
+    assert parts.reattach.keeps(made)
+    await parts.settle()
+    again = await parts.reattach.ask_or_attach("Who?", SCHEMA, AskOptions(), caller)
+    assert again.id == made  # the call re-issued attaches to it
+    assert parts.asked == [made]
+    assert parts.owed == []
+
+
+async def test_a_key_whose_only_call_went_away_while_asking_is_kept_and_attached_to():
+    parts = SlowParts(reattach_window=30)
+    caller = Caller("key", digest="body", exclusive=True, proven=True)
+    call = asyncio.create_task(parts.reattach.ask_or_attach("Who?", SCHEMA, AskOptions(), caller))
+    await parts.writing.wait()
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    parts.written.set()
+    for _ in range(100):
+        if parts.asked and parts.reattach.keeps(parts.asked[0]) and parts.reattach.holds == {}:
+            break
+        await asyncio.sleep(0.01)
+    await parts.settle()
+    (made,) = parts.asked
+    assert parts.reattach.holds == {}  # the key is free: its question is kept for it
+    again = await parts.reattach.ask_or_attach("Who?", SCHEMA, AskOptions(), caller)
+    assert again.id == made
+    assert parts.asked == [made]
+
+
+async def test_an_ask_refused_after_its_caller_went_away_leaves_nothing():
+    parts = SlowParts(reattach_window=30)
+    caller = Caller("same call")
+
+    async def refused(*args: Any) -> Record:
+        parts.writing.set()
+        await parts.written.wait()
+        raise KeyReused("refused")
+
+    parts.reattach.ask = refused
+    call = asyncio.create_task(parts.reattach.ask_or_attach("Who?", SCHEMA, AskOptions(), caller))
+    await parts.writing.wait()
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    parts.written.set()
+    await asyncio.sleep(0.05)
+    await parts.settle()
+    assert parts.reattach.orphaned == set()
+    assert parts.owed == []
+    assert parts.reattach._asking == set()
