@@ -120,16 +120,21 @@ class SlowParts(Parts):
         await self.written.wait()
         return await super().ask(message, schema, options, request_id)
 
+    async def cancel_while_writing(self, caller: Caller) -> None:
+        """A call of ``caller`` cancelled (its agent gone) while its question is written; then the write
+        ends."""
+        call = asyncio.create_task(self.reattach.ask_or_attach("Who?", SCHEMA, AskOptions(), caller))
+        await self.writing.wait()
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        self.written.set()
+
 
 async def test_a_caller_gone_while_its_question_is_stored_is_kept_it_all_the_same():
     parts = SlowParts(reattach_window=30)
     caller = Caller("same call")
-    call = asyncio.create_task(parts.reattach.ask_or_attach("Who?", SCHEMA, AskOptions(), caller))
-    await parts.writing.wait()
-    call.cancel()  # the agent's connection drops while the store writes
-    with pytest.raises(asyncio.CancelledError):
-        await call
-    parts.written.set()
+    await parts.cancel_while_writing(caller)  # the agent's connection drops while the store writes
     for _ in range(100):
         if parts.reattach.keeps(parts.asked[-1] if parts.asked else ""):
             break
@@ -146,12 +151,7 @@ async def test_a_caller_gone_while_its_question_is_stored_is_kept_it_all_the_sam
 async def test_a_key_whose_only_call_went_away_while_asking_is_kept_and_attached_to():
     parts = SlowParts(reattach_window=30)
     caller = Caller("key", digest="body", exclusive=True, proven=True)
-    call = asyncio.create_task(parts.reattach.ask_or_attach("Who?", SCHEMA, AskOptions(), caller))
-    await parts.writing.wait()
-    call.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await call
-    parts.written.set()
+    await parts.cancel_while_writing(caller)
     for _ in range(100):
         if parts.asked and parts.reattach.keeps(parts.asked[0]) and parts.reattach.holds == {}:
             break
@@ -174,12 +174,7 @@ async def test_an_ask_refused_after_its_caller_went_away_leaves_nothing():
         raise KeyReused("refused")
 
     parts.reattach.ask = refused
-    call = asyncio.create_task(parts.reattach.ask_or_attach("Who?", SCHEMA, AskOptions(), caller))
-    await parts.writing.wait()
-    call.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await call
-    parts.written.set()
+    await parts.cancel_while_writing(caller)
     await asyncio.sleep(0.05)
     await parts.settle()
     assert parts.reattach.orphaned == set()
