@@ -200,7 +200,7 @@ async def until(
 def waited_on(store: Any, request_id: str) -> bool:
     """Whether something (a long poll, ``POST /elicit``) waits on ``request_id`` in this store now."""
     local = getattr(store, "_index", None)  # the in-memory and SQLite stores' records in memory
-    return request_id in getattr(local, "_done", {}) or request_id in getattr(store, "_waiters", {})
+    return request_id in getattr(local, "_waiters", {}) or request_id in getattr(store, "_waiters", {})
 
 
 def child_processes() -> set[int]:

@@ -78,16 +78,22 @@ class Waiting:
     @contextlib.contextmanager
     def tool_waiting(self, request_id: str) -> Iterator[None]:
         """A tool waits on this process for the answer (shutdown gives it ``cancel``)."""
-        self.counts[request_id] = self.counts.get(request_id, 0) + 1
-        self.store.tool_liveness.waits(request_id)
+        self._starts_waiting(request_id)
         try:
             yield
         finally:
-            if self.counts[request_id] > 1:
-                self.counts[request_id] -= 1
-            else:
-                del self.counts[request_id]
-                self.released(request_id)
+            self._stops_waiting(request_id)
+
+    def _starts_waiting(self, request_id: str) -> None:
+        self.counts[request_id] = self.counts.get(request_id, 0) + 1
+        self.store.tool_liveness.waits(request_id)
+
+    def _stops_waiting(self, request_id: str) -> None:
+        if self.counts[request_id] > 1:
+            self.counts[request_id] -= 1
+        else:
+            del self.counts[request_id]
+            self.released(request_id)
 
     async def result(self, request_id: str, wait: float | None = None) -> Record:
         """The record, once finished or after ``wait`` seconds; raises :class:`NotFound`."""
@@ -170,12 +176,14 @@ class Waiting:
             return record.result
         orphaning = False
         try:
-            with self.tool_waiting(record.id):
-                try:
-                    return await self.wait_for_result(record, heartbeat)
-                except asyncio.CancelledError:
-                    orphaning = reattach.went_away(record, caller, hold)
-                    raise
+            self._starts_waiting(record.id)  # as tool_waiting does, without a generator per wait
+            try:
+                return await self.wait_for_result(record, heartbeat)
+            except asyncio.CancelledError:
+                orphaning = reattach.went_away(record, caller, hold)
+                raise
+            finally:
+                self._stops_waiting(record.id)
         finally:
             if not orphaning:
                 reattach.release(caller, hold)

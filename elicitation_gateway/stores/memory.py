@@ -6,7 +6,6 @@ Every call runs on the event loop without awaiting in the middle of a change, so
 """
 
 import asyncio
-import contextlib
 import itertools
 import time
 from collections import Counter, deque
@@ -47,7 +46,7 @@ class MemoryIndex:
         self._pending: dict[str, Record] = {}  # insertion order is creation order
         self._pending_by_session: Counter[str] = Counter()
         self._finished: dict[str, Record] = {}
-        self._done: dict[str, asyncio.Event] = {}  # only for records someone waits on
+        self._waiters: dict[str, list[asyncio.Future[None]]] = {}  # only for records someone waits on
         self._announcements: dict[str, events.Event] = {}  # question.asked for (re)subscribers
         self._announced_snapshot: tuple[events.Event, ...] = ()
         self._announced_version = (0, 0)
@@ -55,6 +54,7 @@ class MemoryIndex:
         self._history: deque[events.Event] = deque()
         self._history_seq: dict[str, int] = {}
         self._history_held = 0  # bytes the history's events hold (their JSON and frames)
+        self._history_sizes: deque[int] = deque()  # each event's part of it, in the history's order
         self._seq = 0
         self._subscribers = Subscribers()
 
@@ -105,8 +105,7 @@ class MemoryIndex:
         self._finished[request_id] = finished
         self._announcements.pop(request_id, None)
         self._publish(ended)
-        if (done := self._done.pop(request_id, None)) is not None:
-            done.set()
+        self.wake(request_id)
         self._forget_at.set(request_id, self._result_ttl)
 
     # Restoring what a previous process kept (before anyone subscribes)
@@ -132,15 +131,26 @@ class MemoryIndex:
 
     async def wait(self, request_id: str, seconds: float) -> Record | None:
         if request_id in self._pending:
-            done = self._done.setdefault(request_id, asyncio.Event())
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(seconds):  # unlike wait_for, no task of its own
-                    await done.wait()
+            # A future of its own, woken by the finish or by its timer: a held request's wait is one
+            # future and one timer, where an Event and a timeout context would make several of each.
+            loop = asyncio.get_running_loop()
+            woken = loop.create_future()
+            waiters = self._waiters.setdefault(request_id, [])
+            waiters.append(woken)
+            timer = loop.call_later(seconds, _wake, woken)
+            try:
+                await woken
+            finally:
+                timer.cancel()
+                if waiters is self._waiters.get(request_id):  # not woken by wake(), which takes the list
+                    waiters.remove(woken)
+                    if not waiters:
+                        self._waiters.pop(request_id, None)
         return self.get(request_id)
 
     def wake(self, request_id: str) -> None:
-        if (done := self._done.pop(request_id, None)) is not None:
-            done.set()
+        for woken in self._waiters.pop(request_id, ()):
+            _wake(woken)
 
     def subscribe(self, last_event_id: str | None = None) -> LocalSubscription:
         seq = self._history_seq.get(last_event_id) if last_event_id else None
@@ -184,15 +194,17 @@ class MemoryIndex:
     def _remember(self, event: events.Event, seq: int) -> None:
         """Keep ``event`` for replay; the oldest go once there are more than ``history_size`` or they
         hold more than ``history_bytes`` (a client asking for them gets the pending questions again)."""
+        size = _held(event)
         self._history.append(event)
+        self._history_sizes.append(size)
         self._history_seq[event.id] = seq
-        self._history_held += _held(event)
+        self._history_held += size
         while self._history and (
             len(self._history) > self._history_size or self._history_held > self._history_bytes
         ):
             dropped = self._history.popleft()
             self._history_seq.pop(dropped.id, None)
-            self._history_held -= _held(dropped)
+            self._history_held -= self._history_sizes.popleft()
 
     def _forget(self, request_id: str) -> None:
         self._finished.pop(request_id, None)
@@ -264,6 +276,11 @@ the history's entries for it."""
 FRAME_BYTES = 200
 """What the two frames of an event add to its JSON: their ``bytes`` headers, ``id:`` and ``data:``
 lines, the payload's id and type, and ``/global/event``'s wrapping."""
+
+
+def _wake(woken: asyncio.Future[None]) -> None:
+    if not woken.done():  # a waiter cancelled meanwhile has its future cancelled
+        woken.set_result(None)
 
 
 def _held(event: events.Event) -> int:

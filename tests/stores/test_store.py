@@ -263,7 +263,23 @@ async def test_wait_gives_the_pending_record_after_its_time(make_store):
     store = await make_store()
     await store.add(record("que_1"))
     assert (await store.wait("que_1", 0.05)).status == "pending"
+    assert not waited_on(store, "que_1")  # a wait that ended leaves nothing behind
     assert await store.wait("que_unknown", 0.05) is None
+
+
+async def test_a_cancelled_wait_leaves_the_others_waiting(make_store):
+    store = await make_store()
+    await store.add(record("que_1"))
+    first = asyncio.create_task(store.wait("que_1", 30))
+    second = asyncio.create_task(store.wait("que_1", 30))
+    await until(lambda: waited_on(store, "que_1"), what="the waiters are registered")
+    await asyncio.sleep(0.05)
+    first.cancel()
+    await asyncio.sleep(0.05)
+    assert waited_on(store, "que_1") and not second.done()
+    await store.finish("que_1", "cancelled", {"action": "cancel"})
+    assert (await asyncio.wait_for(second, 2)).status == "cancelled"
+    assert not waited_on(store, "que_1")
 
 
 async def _forgotten(store: Store, request_id: str) -> bool:

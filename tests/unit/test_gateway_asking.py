@@ -122,3 +122,11 @@ def test_ids_and_directories():
     assert normalize_directory("/a/./b") == "/a/b"
     assert normalize_directory("  ") is None
     assert normalize_directory("C:\\work\\") == "C:\\work"
+
+
+def test_a_printable_id_holds_no_whitespace_of_any_kind():
+    """Every code point: an id is refused for any character that is unprintable or whitespace."""
+    for code in range(0x110000):
+        character = chr(code)
+        allowed = character.isprintable() and not character.isspace()
+        assert printable_id(f"a{character}b") == allowed, hex(code)

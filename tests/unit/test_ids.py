@@ -42,3 +42,18 @@ def test_ids_ascend_when_the_clock_goes_back(monkeypatch):
 def test_ids_of_the_module_ascend_across_kinds_and_time():
     made = [ids.question_id() for _ in range(2000)]
     assert made == sorted(made)
+
+
+def test_random_digits_are_base62_and_unbiased():
+    """Every digit equally likely: 62 does not divide 256, so bytes that would favour some are dropped."""
+    digits = ids._random_digits(620_000)
+    assert set(digits) == set(ids.BASE62)
+    expected = len(digits) / 62
+    # A byte taken modulo 62 without dropping would give the first eight digits 25 % more often.
+    assert all(abs(digits.count(digit) - expected) < 0.05 * expected for digit in ids.BASE62)
+
+
+def test_random_parts_of_ids_differ():
+    maker = ids.AscendingIds()
+    tails = [maker.new("que")[-10:] for _ in range(3000)]  # more than one draw of random digits
+    assert len(set(tails)) == len(tails)

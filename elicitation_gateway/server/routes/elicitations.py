@@ -3,7 +3,6 @@
 import asyncio
 import contextlib
 from collections.abc import Awaitable
-from dataclasses import replace
 from typing import Any, TypeVar
 
 from mcp_types.jsonrpc import INVALID_PARAMS, PARSE_ERROR
@@ -27,12 +26,10 @@ from elicitation_gateway.server.routes.parsing import (
     InvalidJson,
     JsonRpcError,
     idempotency_caller,
-    parse_escalate,
     parse_form_params,
     parse_json,
     parse_options,
     parse_seconds,
-    parse_to,
     read_body,
     unwrap_jsonrpc,
 )
@@ -127,7 +124,7 @@ async def withdraw(request: Request) -> Response:
 async def _ask(request: Request, gateway: Gateway, params: Any, caller: Caller | None = None) -> Record:
     """Parse (a ToolError for what cannot be asked) and ask (or attach, for a ``caller`` coming back);
     the gateway's refusals are answered by :mod:`..refusals`. Nothing refused is stored."""
-    options = replace(parse_options(request), to=parse_to(params), escalate=parse_escalate(params))
+    options = parse_options(request, params)
     message, schema = _form_params(params)
     return await gateway.ask_or_attach(message, schema, options, caller)
 

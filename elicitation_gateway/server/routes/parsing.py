@@ -3,6 +3,7 @@
 import hashlib
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from mcp.types import ElicitRequestFormParams
@@ -159,8 +160,24 @@ def parse_escalate(params: Any) -> tuple[Step, ...]:
         raise ToolError(400, "invalid_escalate", str(error)) from None
 
 
-def parse_options(request: Request) -> AskOptions:
-    query = request.query_params
+def query_values(request: Request) -> Mapping[str, str]:
+    """The query's last value of each name, as ``request.query_params`` reads it. A query without
+    escapes (``%``, ``+``: a tool's usual ids and numbers) is split here, where Starlette would build a
+    multi-dict through ``parse_qsl``: the same pairs, each name's last value kept."""
+    raw: bytes = request.scope["query_string"]
+    if b"%" in raw or b"+" in raw:
+        return request.query_params
+    values: dict[str, str] = {}
+    for pair in raw.decode("latin-1").split("&"):
+        if pair:
+            name, _, value = pair.partition("=")
+            values[name] = value
+    return values
+
+
+def parse_options(request: Request, params: Any = None) -> AskOptions:
+    """The ask's options from the query, and ``to`` and ``escalate`` from its ``params``."""
+    query = query_values(request)
     session_id = query.get("sessionID")
     if session_id is not None and not valid_session_id(session_id):
         raise ToolError(400, "invalid_session", "sessionID must start with 'ses' and hold no spaces")
@@ -186,6 +203,8 @@ def parse_options(request: Request) -> AskOptions:
         tool=tool,
         timeout=parse_seconds(query.get("timeout"), "timeout"),
         on_timeout=on_timeout,
+        to=parse_to(params),
+        escalate=parse_escalate(params),
     )
 
 
