@@ -62,11 +62,14 @@ class Record(BaseModel):
             request=request,
             form=form,
             message=message,
+            asker=asker,
             directory=directory,
             created_at=created_at,
             expires_at=expires_at,
             on_timeout=on_timeout,
-            asker=asker,
+            status="pending",  # every field given: pydantic looks up no default
+            result=None,
+            finished_at=None,
             escalate=escalate,
         )
 
@@ -81,6 +84,8 @@ class Record(BaseModel):
     def finished(self, status: Status, result: dict[str, Any]) -> "Record":
         """The record as kept once it ends (for ``result_ttl``): what ``GET /elicitations/{id}`` shows,
         without the questions and the form that only answering needed."""
+        # A copy and a validated request: for models this small, pydantic's own code is quicker
+        # than model_construct's loop over the fields.
         return self.model_copy(
             update={
                 "status": status,

@@ -48,3 +48,30 @@ async def test_an_ask_undone_is_finished_cancelled():
     await finishing.retract(record, "its ask failed")
     assert (await store.get("que_2")).status == "cancelled"
     assert forgotten == ["que_2"]
+
+
+def test_a_finished_record_keeps_what_the_tool_and_listings_read_and_drops_the_questions():
+    """As the record read back from a store (validated) is finished too, both shapes are checked."""
+    made = Record.new(
+        QuestionRequest.new("que_1", "ses_1", list(record_of("que_1").form.questions), None, ["ana"]),
+        record_of("que_1").form,
+        "Who?",
+        "/work",
+        10.0,
+        70.0,
+        "default",
+        asker="deploy-tool",
+    )
+    for record in (made, Record.model_validate_json(made.model_dump_json())):
+        done = record.finished("answered", {"action": "accept", "content": {"name": "Ana"}})
+        unchanged = {"message", "asker", "directory", "created_at", "expires_at", "on_timeout", "escalate"}
+        assert {name: getattr(done, name) for name in unchanged} == {
+            name: getattr(record, name) for name in unchanged
+        }
+        assert (done.status, done.result) == ("answered", {"action": "accept", "content": {"name": "Ana"}})
+        assert done.finished_at is not None and done.finished_at >= 10.0
+        assert done.request.wire() == {"id": "que_1", "sessionID": "ses_1", "questions": [], "to": ["ana"]}
+        assert done.form.questions == () and done.form.fields == ()
+        assert done.model_fields_set >= record.model_fields_set | {"status", "result", "finished_at"}
+        assert record.status == "pending"  # the pending record is left as it was
+        assert Record.model_validate_json(done.model_dump_json()) == done  # kept by a store as it is
