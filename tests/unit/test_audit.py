@@ -20,7 +20,7 @@ from elicitation_gateway.audit import (
     rfc3339,
     verify,
 )
-from elicitation_gateway.gateway.auditing import Auditing, event_of
+from elicitation_gateway.gateway.auditing import BATCH, Auditing, event_of
 from elicitation_gateway.metrics import Metrics
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores.audit_trail import MemoryAuditTrail
@@ -247,6 +247,23 @@ async def test_entries_made_while_the_trail_is_written_go_together_in_order():
     kept = await trail.entries()
     assert [entry.question for entry in kept] == [f"que_{number}" for number in range(300)]
     assert verify([entry.line() for entry in kept]).ok
+
+
+async def test_a_write_takes_at_most_a_batch_and_flush_waits_for_every_one():
+    store = MemoryStore()
+    trail = CountingTrail()
+    trail.go.set()
+    store.audit_trail = trail  # type: ignore[misc]
+    auditing = Auditing(store, Metrics(), retention=0)
+    for number in range(2 * BATCH + 1):  # all made before the writer first runs
+        auditing.record("asked", f"que_{number}", via="tool")
+    await auditing.flush()
+    assert trail.appends == [BATCH, BATCH, 1]
+    assert [entry.question for entry in await trail.entries()] == [f"que_{n}" for n in range(2 * BATCH + 1)]
+    auditing.record("asked", "que_later", via="tool")  # the idle writer wakes for it
+    await asyncio.wait_for(auditing.flush(), 10)
+    assert trail.appends == [BATCH, BATCH, 1, 1]
+    await auditing.stop()
 
 
 async def test_entries_the_store_cannot_keep_are_each_logged_and_flush_returns(caplog):
