@@ -41,6 +41,10 @@ class QuestionTool(WireModel):
     messageID: str
     callID: str
 
+    def wire_json(self) -> str:
+        """``wire()`` as compact JSON, written here: both fields are strings, always present."""
+        return '{"messageID":' + _compact(self.messageID) + ',"callID":' + _compact(self.callID) + "}"
+
 
 class QuestionRequest(WireModel):
     id: str
@@ -69,7 +73,7 @@ class QuestionRequest(WireModel):
         """The request as compact JSON, encoded once: listings and announcements splice it in. Made of
         its questions' own encodings, in ``wire()``'s key order."""
         head = f'{{"id":{_compact(self.id)},"sessionID":{_compact(self.sessionID)},"questions":['
-        tool = "" if self.tool is None else ',"tool":' + _compact(self.tool.wire())
+        tool = "" if self.tool is None else ',"tool":' + self.tool.wire_json()
         to = "" if not self.to else ',"to":' + _compact(self.to)
         return head + ",".join(question.wire_json() for question in self.questions) + "]" + tool + to + "}"
 

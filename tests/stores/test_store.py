@@ -276,7 +276,8 @@ async def test_a_cancelled_wait_leaves_the_others_waiting(make_store):
     await asyncio.sleep(0.05)
     first.cancel()
     await asyncio.sleep(0.05)
-    assert waited_on(store, "que_1") and not second.done()
+    assert waited_on(store, "que_1")
+    assert not second.done()
     await store.finish("que_1", "cancelled", {"action": "cancel"})
     assert (await asyncio.wait_for(second, 2)).status == "cancelled"
     assert not waited_on(store, "que_1")

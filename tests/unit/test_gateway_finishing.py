@@ -69,9 +69,11 @@ def test_a_finished_record_keeps_what_the_tool_and_listings_read_and_drops_the_q
             name: getattr(record, name) for name in unchanged
         }
         assert (done.status, done.result) == ("answered", {"action": "accept", "content": {"name": "Ana"}})
-        assert done.finished_at is not None and done.finished_at >= 10.0
+        assert done.finished_at is not None
+        assert done.finished_at >= 10.0
         assert done.request.wire() == {"id": "que_1", "sessionID": "ses_1", "questions": [], "to": ["ana"]}
-        assert done.form.questions == () and done.form.fields == ()
+        assert done.form.questions == ()
+        assert done.form.fields == ()
         assert done.model_fields_set >= record.model_fields_set | {"status", "result", "finished_at"}
         assert record.status == "pending"  # the pending record is left as it was
         assert Record.model_validate_json(done.model_dump_json()) == done  # kept by a store as it is
