@@ -190,3 +190,15 @@ def test_the_requests_whose_origin_is_checked():
         assert not ROUTES.origin_checked(method, "/nowhere")
         assert ROUTES.origin_checked(method, "/mcp")
         assert ROUTES.origin_checked(method, "/mcp/x")
+
+
+def test_templated_paths_asked_in_turn_get_their_own_rows():
+    """The table remembers the last templated path it matched: asking of another in between changes
+    nothing."""
+    table = RouteTable(ROUTES.rows)
+    for _ in range(2):
+        assert table.body_rule("POST", "/question/que_1/reply") == "json"
+        assert table.body_rule("POST", "/question/que_1/reject") == "json_or_empty"
+        assert table.role_of("/elicitations/que_1") == "tool"
+        assert table.rows_for("/question/que_1/reply") == table.rows_for("/question/que_2/reply")
+        assert table.rows_for("/question/que_1/nowhere") == []

@@ -9,7 +9,7 @@ from typing import Any
 from mcp.types import ElicitRequestFormParams
 from mcp_types.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, JSONRPCRequest
 from pydantic import ValidationError
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from elicitation_gateway import encoding
 from elicitation_gateway.conversion.schema import build_form
@@ -38,18 +38,30 @@ class InvalidJson(Exception):
 
 
 async def read_body(request: Request, limit: int) -> bytes:
-    """The whole body, refusing (without reading on) anything over ``limit`` bytes."""
+    """The whole body, refusing (without reading on) anything over ``limit`` bytes; raises
+    :class:`~starlette.requests.ClientDisconnect` when the client leaves first.
+
+    Read from ``request.receive`` as ``request.stream()`` reads it, without the async generator (and
+    the loop's bookkeeping of it) that a body of one message, every tool's and answerer's, would cost."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise BodyTooLarge
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise BodyTooLarge
-        chunks.append(chunk)
-    return b"".join(chunks)
+    receive = request.receive
+    while True:
+        message = await receive()
+        if message["type"] == "http.request":
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise BodyTooLarge
+            if chunk:
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+        elif message["type"] == "http.disconnect":
+            raise ClientDisconnect
 
 
 def parse_json(raw: bytes) -> Any:

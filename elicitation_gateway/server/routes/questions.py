@@ -9,7 +9,7 @@ from starlette.responses import Response, StreamingResponse
 
 from elicitation_gateway.conversion.answers import AnswerError
 from elicitation_gateway.display import safe
-from elicitation_gateway.encoding import JsonResponse, to_utf8
+from elicitation_gateway.encoding import json_bytes, to_utf8
 from elicitation_gateway.gateway import CANCEL, Gateway
 from elicitation_gateway.records import Record
 from elicitation_gateway.server.bodies import FormField, QuestionForm, QuestionReject, json_response
@@ -73,7 +73,15 @@ async def reply(request: Request) -> Response:
     except AnswerError as error:
         _log_refusal(request, error.message)
         return bad_request(error.message, "Payload", error.issues)
-    return JsonResponse(True)
+    return _done()
+
+
+TRUE = json_bytes(True)
+
+
+def _done() -> Response:
+    """OpenCode's answer to a reply or rejection taken: ``true``, its JSON written once."""
+    return Response(TRUE, media_type="application/json")
 
 
 def _log_refusal(request: Request, reason: str) -> None:
@@ -91,7 +99,7 @@ async def reject(request: Request) -> Response:
         await gateway.reject(request_id, action, viewer_of(request), via=via_of(request, "opencode"))
     except PayloadError as error:
         return error.response()
-    return JsonResponse(True)
+    return _done()
 
 
 async def question_form(request: Request) -> Response:

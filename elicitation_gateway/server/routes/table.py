@@ -88,6 +88,7 @@ class RouteTable:
         self._exact: dict[str, list[Row]] = {}
         self._templated: list[tuple[re.Pattern[str], Row]] = []
         self._below: list[tuple[str, Row]] = []
+        self._last_templated: tuple[str | None, list[Row]] = (None, [])
         for row in self.rows:
             if row.mount:
                 self._below.append((row.path + "/", row))
@@ -106,7 +107,12 @@ class RouteTable:
         rows = self._exact.get(path)
         if rows is not None:
             return rows
-        return [row for pattern, row in self._templated if pattern.match(path)]
+        last_path, last_rows = self._last_templated
+        if path == last_path:  # the checks of one request ask of its path in turn
+            return last_rows
+        rows = [row for pattern, row in self._templated if pattern.match(path)]
+        self._last_templated = (path, rows)
+        return rows
 
     def row_for(self, path: str) -> Row | None:
         """The row whose role and owner ``path`` has: one that serves it, or one it is below."""
