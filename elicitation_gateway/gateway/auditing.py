@@ -96,7 +96,7 @@ class Auditing:
                 self._more = asyncio.get_running_loop().create_future()
                 await self._more
                 continue
-            batch, self._made = (self._made, []) if len(self._made) <= BATCH else self._split()
+            batch, self._made = self._made[:BATCH], self._made[BATCH:]
             try:
                 await self.store.audit_trail.append_many(batch)
             except StoreUnavailable as error:
@@ -111,10 +111,6 @@ class Auditing:
             except Exception:
                 kinds = ", ".join(f"{fields['event']} of {fields['question']}" for fields in batch)
                 logger.exception("audit entries not kept: %s", kinds)
-
-    def _split(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """The first :data:`BATCH` entries made, and the rest."""
-        return self._made[:BATCH], self._made[BATCH:]
 
     async def flush(self) -> None:
         """Wait until the entries made so far are appended (or logged as not kept)."""

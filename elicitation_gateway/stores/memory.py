@@ -51,10 +51,9 @@ class MemoryIndex:
         self._announced_snapshot: tuple[events.Event, ...] = ()
         self._announced_version = (0, 0)
         self._forget_at = Deadlines(self._forget)  # finished records, kept for ``result_ttl``
-        self._history: deque[events.Event] = deque()
+        self._history: deque[tuple[events.Event, int]] = deque()  # each kept event, and what it holds
         self._history_seq: dict[str, int] = {}
         self._history_held = 0  # bytes the history's events hold (their JSON and frames)
-        self._history_sizes: deque[int] = deque()  # each event's part of it, in the history's order
         self._seq = 0
         self._subscribers = Subscribers()
 
@@ -158,7 +157,7 @@ class MemoryIndex:
             backlog = self._announced()
         else:
             first = self._seq - len(self._history) + 1
-            backlog = list(itertools.islice(self._history, seq - first + 1, None))
+            backlog = [event for event, _ in itertools.islice(self._history, seq - first + 1, None)]
         subscription = LocalSubscription(self._subscribers, backlog, self._subscriber_queue)
         self._subscribers.add(subscription)
         return subscription
@@ -194,17 +193,16 @@ class MemoryIndex:
     def _remember(self, event: events.Event, seq: int) -> None:
         """Keep ``event`` for replay; the oldest go once there are more than ``history_size`` or they
         hold more than ``history_bytes`` (a client asking for them gets the pending questions again)."""
-        size = _held(event)
-        self._history.append(event)
-        self._history_sizes.append(size)
+        size = _held(event)  # kept beside it: measured once, not again when it goes
+        self._history.append((event, size))
         self._history_seq[event.id] = seq
         self._history_held += size
         while self._history and (
             len(self._history) > self._history_size or self._history_held > self._history_bytes
         ):
-            dropped = self._history.popleft()
+            dropped, dropped_size = self._history.popleft()
             self._history_seq.pop(dropped.id, None)
-            self._history_held -= self._history_sizes.popleft()
+            self._history_held -= dropped_size
 
     def _forget(self, request_id: str) -> None:
         self._finished.pop(request_id, None)

@@ -51,7 +51,8 @@ async def test_the_oldest_events_go_once_they_hold_more_than_the_budget(make_sto
         await store.finish(f"que_{number:03}", "cancelled", {"action": "cancel"})
     assert 0 < len(store._index._history) < 40
     assert store._index._history_held <= 1_000_000
-    kept = [event.id for event in store._index._history]
+    assert store._index._history_held == sum(size for _, size in store._index._history)  # as kept
+    kept = [event.id for event, _ in store._index._history]
 
     # A client that last saw a kept event replays from there; one that saw a dropped event is told of
     # the pending questions again (none here), as after any gap.

@@ -50,6 +50,21 @@ async def test_an_ask_undone_is_finished_cancelled():
     assert forgotten == ["que_2"]
 
 
+def test_a_new_record_is_the_record_validation_would_make_of_the_same_parts():
+    """``Record.new`` gives every field itself (no default looked up): they must be the model's."""
+    made = record_of("que_1")
+    validated = Record(
+        request=made.request,
+        form=made.form,
+        message="Who?",
+        directory=None,
+        created_at=0,
+        expires_at=60,
+        on_timeout="cancel",
+    )
+    assert dict(made) == dict(validated)
+
+
 def test_a_finished_record_keeps_what_the_tool_and_listings_read_and_drops_the_questions():
     """As the record read back from a store (validated) is finished too, both shapes are checked."""
     made = Record.new(
