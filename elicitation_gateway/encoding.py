@@ -51,7 +51,7 @@ def parse_json(raw: bytes, where: str = "the body") -> Any:
     except UnicodeDecodeError as error:
         bad = raw[error.start : error.start + 1].hex()
         raise InvalidText(where, f"is not valid UTF-8 (byte 0x{bad} at offset {error.start})") from None
-    value = json.loads(text, parse_constant=_no_constants)
+    value = _DECODER.decode(text)
     if _SURROGATE_ESCAPE.search(raw):  # only then can a string hold a lone surrogate
         try:
             check_text(value)
@@ -63,6 +63,11 @@ def parse_json(raw: bytes, where: str = "the body") -> Any:
 
 def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constants)
+"""Made once: ``json.loads`` with an option makes a decoder (and its scanner) for every call, here
+for every body (a decoder keeps nothing between calls)."""
 
 
 def check_text(value: Any, where: str = "") -> None:
