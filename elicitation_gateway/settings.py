@@ -53,6 +53,13 @@ class Settings(BaseSettings):
     heartbeat: float = Field(10, gt=0, description="Seconds between `server.heartbeat` events.")
     history_size: int = Field(1000, ge=0, description="Question events kept for `Last-Event-ID` replay.")
     result_ttl: float = Field(600, gt=0, description="Seconds a finished result stays readable.")
+    max_finished: int = Field(
+        10_000,
+        ge=1,
+        description="Most finished results the process keeps readable (memory and SQLite stores): past "
+        "it, the oldest are forgotten before `GATEWAY_RESULT_TTL` ends. On Redis, results stay in Redis "
+        "for their TTL.",
+    )
     subscriber_queue: int = Field(
         1000, ge=1, description="Events queued for one slow subscriber before it is disconnected."
     )

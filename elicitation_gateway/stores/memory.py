@@ -25,8 +25,8 @@ class MemoryIndex:
 
     A change comes whole, made by its caller: a record with its ``question.asked``, a finished record
     with its end. So a store that must keep a change elsewhere first (a file) keeps exactly what is
-    then published here. Finished records are forgotten after ``result_ttl``, and ``forgotten`` is
-    told of each.
+    then published here. Finished records are forgotten after ``result_ttl``, or sooner once more than
+    ``max_finished`` are kept (the oldest first), and ``forgotten`` is told of each.
     """
 
     def __init__(
@@ -36,17 +36,21 @@ class MemoryIndex:
         result_ttl: float = 600,
         subscriber_queue: int = 1000,
         history_bytes: int = 64 * 1024 * 1024,
+        max_finished: int = 10_000,
         forgotten: Callable[[str], None] | None = None,
     ):
         self._history_size = history_size
+        self._max_finished = max_finished
         self._history_bytes = history_bytes
         self._result_ttl = result_ttl
         self._subscriber_queue = subscriber_queue
         self._forgotten = forgotten
         self._pending: dict[str, Record] = {}  # insertion order is creation order
         self._pending_by_session: Counter[str] = Counter()
-        self._finished: dict[str, Record] = {}
-        self._waiters: dict[str, list[asyncio.Future[None]]] = {}  # only for records someone waits on
+        self._finished: dict[str, Record] = {}  # insertion order is the order they finished in
+        self._waiters: dict[
+            str, list[asyncio.Future[Record | None]]
+        ] = {}  # only for records someone waits on
         self._announcements: dict[str, events.Event] = {}  # question.asked for (re)subscribers
         self._announced_snapshot: tuple[events.Event, ...] = ()
         self._announced_version = (0, 0)
@@ -101,11 +105,10 @@ class MemoryIndex:
         self._pending_by_session[session] -= 1
         if not self._pending_by_session[session]:
             del self._pending_by_session[session]
-        self._finished[request_id] = finished
         self._announcements.pop(request_id, None)
         self._publish(ended)
-        self.wake(request_id)
-        self._forget_at.set(request_id, self._result_ttl)
+        self._wake_with(request_id, finished)
+        self._keep_finished(finished, self._result_ttl)
 
     # Restoring what a previous process kept (before anyone subscribes)
 
@@ -116,8 +119,7 @@ class MemoryIndex:
             self._keep_pending(record)
             return
         now = time.time()
-        self._finished[record.id] = record
-        self._forget_at.set(record.id, (record.finished_at or now) + self._result_ttl - now)
+        self._keep_finished(record, (record.finished_at or now) + self._result_ttl - now)
 
     def restore_history(self, kept: Iterable[tuple[int, events.Event]], seq: int) -> None:
         """Events kept for replay with their sequence numbers, oldest first; ``seq``: the last number
@@ -133,23 +135,28 @@ class MemoryIndex:
             # A future of its own, woken by the finish or by its timer: a held request's wait is one
             # future and one timer, where an Event and a timeout context would make several of each.
             loop = asyncio.get_running_loop()
-            woken = loop.create_future()
+            woken: asyncio.Future[Record | None] = loop.create_future()
             waiters = self._waiters.setdefault(request_id, [])
             waiters.append(woken)
             timer = loop.call_later(seconds, _wake, woken)
             try:
-                await woken
+                finished = await woken
             finally:
                 timer.cancel()
                 if waiters is self._waiters.get(request_id):  # not woken by wake(), which takes the list
                     waiters.remove(woken)
                     if not waiters:
                         self._waiters.pop(request_id, None)
+            if finished is not None:  # handed over by its finish: even if forgotten since
+                return finished
         return self.get(request_id)
 
     def wake(self, request_id: str) -> None:
+        self._wake_with(request_id, None)
+
+    def _wake_with(self, request_id: str, finished: Record | None) -> None:
         for woken in self._waiters.pop(request_id, ()):
-            _wake(woken)
+            _wake(woken, finished)
 
     def subscribe(self, last_event_id: str | None = None) -> LocalSubscription:
         seq = self._history_seq.get(last_event_id) if last_event_id else None
@@ -204,6 +211,17 @@ class MemoryIndex:
             self._history_seq.pop(dropped.id, None)
             self._history_held -= dropped_size
 
+    def _keep_finished(self, record: Record, seconds: float) -> None:
+        """Keep a finished record for ``seconds``; beyond ``max_finished`` the oldest go now. A busy
+        gateway would otherwise hold every result of the last ``result_ttl``: without bound, and each
+        result's objects scanned by every collection of the garbage collector's older generations."""
+        self._finished[record.id] = record
+        self._forget_at.set(record.id, seconds)
+        while len(self._finished) > self._max_finished:
+            oldest = next(iter(self._finished))
+            self._forget_at.discard(oldest)
+            self._forget(oldest)
+
     def _forget(self, request_id: str) -> None:
         self._finished.pop(request_id, None)
         if self._forgotten is not None:
@@ -218,12 +236,14 @@ class MemoryStore(Store):
         result_ttl: float = 600,
         subscriber_queue: int = 1000,
         history_bytes: int = 64 * 1024 * 1024,
+        max_finished: int = 10_000,
     ):
         self._index = MemoryIndex(
             history_size=history_size,
             result_ttl=result_ttl,
             subscriber_queue=subscriber_queue,
             history_bytes=history_bytes,
+            max_finished=max_finished,
         )
 
     async def close(self) -> None:
@@ -276,9 +296,9 @@ FRAME_BYTES = 200
 lines, the payload's id and type, and ``/global/event``'s wrapping."""
 
 
-def _wake(woken: asyncio.Future[None]) -> None:
+def _wake(woken: "asyncio.Future[Record | None]", finished: Record | None = None) -> None:
     if not woken.done():  # a waiter cancelled meanwhile has its future cancelled
-        woken.set_result(None)
+        woken.set_result(finished)
 
 
 def _held(event: events.Event) -> int:

@@ -21,6 +21,7 @@ class StoreSettings(Protocol):
     history_size: int
     history_bytes: int
     result_ttl: float
+    max_finished: int
     subscriber_queue: int
     replica_liveness: float
 
@@ -79,13 +80,20 @@ def _options(settings: StoreSettings) -> dict[str, float | int]:
 def _make_memory(settings: StoreSettings) -> "Store":
     from elicitation_gateway.stores.memory import MemoryStore
 
-    return MemoryStore(history_bytes=settings.history_bytes, **_options(settings))
+    return MemoryStore(
+        history_bytes=settings.history_bytes, max_finished=settings.max_finished, **_options(settings)
+    )
 
 
 def _make_sqlite(settings: StoreSettings) -> "Store":
     from elicitation_gateway.stores.sqlite import SqliteStore
 
-    return SqliteStore.from_url(settings.store, history_bytes=settings.history_bytes, **_options(settings))
+    return SqliteStore.from_url(
+        settings.store,
+        history_bytes=settings.history_bytes,
+        max_finished=settings.max_finished,
+        **_options(settings),
+    )
 
 
 def _make_redis(settings: StoreSettings) -> "Store":

@@ -145,6 +145,7 @@ class SqliteStore(Store):
         result_ttl: float = 600,
         subscriber_queue: int = 1000,
         history_bytes: int = 64 * 1024 * 1024,
+        max_finished: int = 10_000,
         synchronous: str = "normal",
     ) -> None:
         self._index = MemoryIndex(
@@ -152,10 +153,12 @@ class SqliteStore(Store):
             result_ttl=result_ttl,
             subscriber_queue=subscriber_queue,
             history_bytes=history_bytes,
+            max_finished=max_finished,
             forgotten=self._forget,
         )
         self._history_size = history_size
         self._result_ttl = result_ttl
+        self._max_finished = max_finished
         self.path = Path(path)
         self._synchronous = synchronous
         self._db: sqlite3.Connection | None = None
@@ -262,8 +265,13 @@ class SqliteStore(Store):
         return f"cannot use the question store {self.path}: {text}"
 
     def _load(self) -> None:
-        with self._transaction() as db:  # results past their retention go now
+        with self._transaction() as db:  # results past their retention go now, and all but the newest
             db.execute("DELETE FROM records WHERE finished_at < ?", (time.time() - self._result_ttl,))
+            db.execute(
+                "DELETE FROM records WHERE status != 'pending' AND id NOT IN (SELECT id FROM records"
+                " WHERE status != 'pending' ORDER BY finished_at DESC LIMIT ?)",
+                (self._max_finished,),
+            )
             db.execute(
                 "DELETE FROM escalations WHERE id NOT IN (SELECT id FROM records WHERE status = 'pending')"
             )
@@ -504,7 +512,8 @@ class SqliteStore(Store):
         db.execute("DELETE FROM events WHERE seq <= ?", (last - self._history_size,))
 
     def _forget(self, request_id: str) -> None:
-        """A finished record's retention ended: the memory forgot it, and so does the file."""
+        """A finished record's retention ended, or newer ones took its place: the memory forgot it, and
+        so does the file."""
         if self._db is not None:  # failing, the row goes at the next start (past its retention)
             with contextlib.suppress(sqlite3.Error, StoreUnavailable), self._transaction() as db:
                 db.execute("DELETE FROM records WHERE id = ? AND status != 'pending'", (request_id,))
