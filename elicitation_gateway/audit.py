@@ -25,6 +25,8 @@ _HASHED = tuple(name for name in FIELDS if name != "hash")
 """What an entry's hash covers: every field but the hash itself (encoded with sorted keys)."""
 _CANONICAL = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 """The hash's encoding, made once (``json.dumps`` with options makes an encoder every call)."""
+_LINE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+"""A line's encoding, made once too: the in-memory trail writes one for every entry."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,11 +43,22 @@ class AuditEntry:
     hash: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in FIELDS}
+        """Its fields in :data:`FIELDS` order, written out: every entry kept in memory is encoded."""
+        return {
+            "seq": self.seq,
+            "at": self.at,
+            "event": self.event,
+            "question": self.question,
+            "who": self.who,
+            "via": self.via,
+            "answers": self.answers,
+            "prev": self.prev,
+            "hash": self.hash,
+        }
 
     def line(self) -> bytes:
         """The entry as one line of JSON Lines."""
-        return json.dumps(self.as_dict(), ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        return _LINE.encode(self.as_dict()).encode() + b"\n"
 
 
 def parse_line(raw: bytes | str) -> AuditEntry:

@@ -16,22 +16,34 @@ import sys
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from functools import partial
+from operator import attrgetter
+from typing import Any, TypeVar
 
-from elicitation_gateway import sizes
 from elicitation_gateway.audit import AuditEntry, next_entry, parse_line
+from elicitation_gateway.encoding import dumps
+
+_T = TypeVar("_T")
 
 
 def selected(entries: Iterable[AuditEntry], since: str | None, question: str | None) -> list[AuditEntry]:
     """The ``entries`` (in chain order) from the first one at or after ``since`` (as
     :func:`.audit.parse_since` writes it) on, every one after it included, so that they still form a
     chain although replicas' clocks differ a little; of ``question`` alone, where given."""
-    found: list[AuditEntry] = []
+    of = None if question is None else (lambda entry: entry.question == question)
+    return _selected(entries, since, attrgetter("at"), of)
+
+
+def _selected(
+    items: Iterable[_T], since: str | None, at: Callable[[_T], str], of: Callable[[_T], bool] | None
+) -> list[_T]:
+    """:func:`selected` of anything with an entry's ``at``, ``of``: whether it is of the question."""
+    found: list[_T] = []
     started = since is None
-    for entry in entries:
-        started = started or (since is not None and entry.at >= since)
-        if started and (question is None or entry.question == question):
-            found.append(entry)
+    for item in items:
+        started = started or (since is not None and at(item) >= since)
+        if started and (of is None or of(item)):
+            found.append(item)
     return found
 
 
@@ -72,48 +84,65 @@ the rest still verifies. A trail to keep belongs in a SQLite file or Redis."""
 MEMORY_BYTES = 64 * 1024 * 1024
 """Bytes the in-memory trail's entries hold at most, as :func:`held` counts them: answers can be long
 (up to a body's size each), so a count alone would not bound it."""
-ENTRY_HELD = 480
-"""What an entry holds besides its answers (measured with tracemalloc): the object, its time, id and
-two hashes, and its place in the trail."""
+LINE_HELD = 8
+"""What a kept line holds besides its bytes object: its place in the trail."""
 
 
 def held(entry: AuditEntry) -> int:
-    """About what ``entry`` holds in this process: the rest measured once, the answers each time."""
-    if not entry.answers:
-        return ENTRY_HELD
-    rows = sys.getsizeof(entry.answers) + sum(map(sys.getsizeof, entry.answers))
-    return ENTRY_HELD + rows + sum(sizes.held(answer) for row in entry.answers for answer in row)
+    """What ``entry`` holds kept in this process: its line, and its place in the trail."""
+    return sys.getsizeof(entry.line()) + LINE_HELD
+
+
+_AT = b'"at":"'
+_QUESTION = b'"question":'
 
 
 class MemoryAuditTrail(AuditTrail):
     """The trail in this process's memory (the in-memory store's): gone with it, and at most
-    :data:`MEMORY_ENTRIES` long and :data:`MEMORY_BYTES` large."""
+    :data:`MEMORY_ENTRIES` long and :data:`MEMORY_BYTES` large.
+
+    Each entry is kept as its line (:meth:`.AuditEntry.line`), as the SQLite and Redis stores keep it:
+    bytes, which the garbage collector never tracks, so that a full trail (a hundred thousand entries)
+    is not walked by its collections, as entries kept as objects with lists of answers would be."""
 
     def __init__(self, limit: int = MEMORY_ENTRIES, limit_bytes: int = MEMORY_BYTES) -> None:
-        self._entries: deque[tuple[AuditEntry, int]] = deque()
+        self._lines: deque[bytes] = deque()
         self._last: AuditEntry | None = None
         self._limit, self._limit_bytes, self.bytes = limit, limit_bytes, 0
 
     async def append_many(self, batch: Sequence[dict[str, Any]]) -> list[AuditEntry]:
         made = chained(self._last, batch)
         for entry in made:
-            size = held(entry)
-            self._entries.append((entry, size))
-            self.bytes += size
+            line = entry.line()
+            self._lines.append(line)
+            self.bytes += sys.getsizeof(line) + LINE_HELD
         self._last = made[-1] if made else self._last
-        while len(self._entries) > self._limit or (self.bytes > self._limit_bytes and len(self._entries) > 1):
-            self.bytes -= self._entries.popleft()[1]
+        while len(self._lines) > self._limit or (self.bytes > self._limit_bytes and len(self._lines) > 1):
+            self.bytes -= sys.getsizeof(self._lines.popleft()) + LINE_HELD
         return made
 
     async def entries(self, since: str | None = None, question: str | None = None) -> list[AuditEntry]:
-        return selected((entry for entry, _ in self._entries), since, question)
+        of = None if question is None else partial(_line_of, dumps(question).encode() + b",")
+        return [parse_line(line) for line in _selected(self._lines, since, _line_at, of)]
 
     async def prune(self, before: str) -> int:
         dropped = 0
-        while self._entries and self._entries[0][0].at < before:
-            self.bytes -= self._entries.popleft()[1]
+        while self._lines and _line_at(self._lines[0]) < before:
+            self.bytes -= sys.getsizeof(self._lines.popleft()) + LINE_HELD
             dropped += 1
         return dropped
+
+
+def _line_at(line: bytes) -> str:
+    """A line's ``at``: its second field, a string of digits and punctuation (:func:`.audit.rfc3339`)."""
+    start = line.index(_AT) + len(_AT)
+    return line[start : line.index(b'"', start)].decode()
+
+
+def _line_of(question: bytes, line: bytes) -> bool:
+    """Whether a line is of ``question`` (its JSON and the comma after it): the first ``"question":``
+    of a line is its key, since the fields before it (a number, a time, an event's name) cannot hold it."""
+    return line.startswith(question, line.index(_QUESTION) + len(_QUESTION))
 
 
 SQLITE_SCHEMA = """

@@ -4,6 +4,7 @@ last), a SQLite file reopened continuing its chain, and two Redis stores (two re
 once making one chain."""
 
 import asyncio
+import gc
 import itertools
 from datetime import UTC, datetime, timedelta
 
@@ -164,6 +165,36 @@ async def test_the_memory_trail_keeps_its_bytes_bounded_however_long_the_answers
     assert [entry.question for entry in await huge.entries()] == ["que_x"]
     assert await trail.prune("9999") == len(kept)
     assert trail.bytes == 0
+
+
+async def test_the_memory_trail_is_not_walked_by_the_garbage_collector():
+    """A full trail is a hundred thousand entries: kept as objects with lists of answers, every
+    collection would walk them all and stall the loop. Kept as lines, they add nothing it tracks."""
+    trail = MemoryAuditTrail()
+    await trail.append(event="asked", question="que_first", via="tool")  # the trail's own objects made
+    gc.collect()
+    tracked = len(gc.get_objects())
+    for number in range(500):
+        await trail.append(event="asked", question=f"que_{number}", via="tool")
+        await trail.append(
+            event="replied", question=f"que_{number}", via="page", who="a", answers=[["x", "y"]]
+        )
+    gc.collect()
+    assert len(gc.get_objects()) < tracked + 100  # as objects: 500 * (1 + 4 + 1) more
+    assert [(e.event, e.answers) for e in await trail.entries(question="que_7")] == [
+        ("asked", None),
+        ("replied", [["x", "y"]]),
+    ]
+
+
+async def test_the_memory_trail_finds_a_question_whatever_its_id_holds():
+    trail = MemoryAuditTrail()
+    odd = ['que_"question":', 'que_a",b', "que_\\", "que_é😀", "que_1"]
+    for question in odd:
+        await trail.append(event="asked", question=question, via="tool", who='"question":"que_1",')
+    for question in odd:
+        assert [entry.question for entry in await trail.entries(question=question)] == [question]
+    assert await trail.entries(question="que_") == []
 
 
 @pytest.mark.parametrize("kind", KINDS)

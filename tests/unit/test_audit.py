@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from elicitation_gateway.audit import (
     EVENTS,
+    FIELDS,
     GENESIS,
     VIAS,
     _digest,
@@ -49,6 +50,11 @@ def trail(specs: list[tuple[str, str, str | None, list[list[str]] | None]]) -> l
         )
         lines.append(previous.line())
     return lines
+
+
+def test_an_entry_as_a_dict_has_every_field_in_order():
+    entry = next_entry(None, event="asked", question="que_1", via="tool", at=MOMENT)
+    assert list(entry.as_dict().items()) == [(name, getattr(entry, name)) for name in FIELDS]
 
 
 def test_an_entry_says_when_what_who_and_through_what():
