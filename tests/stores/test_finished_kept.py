@@ -4,10 +4,8 @@ on a question still gets its result."""
 
 import asyncio
 import gc
-import itertools
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -16,10 +14,7 @@ from elicitation_gateway.models import QuestionRequest
 from elicitation_gateway.records import Record
 from elicitation_gateway.settings import Settings
 from elicitation_gateway.stores import make_store as store_of_settings
-from elicitation_gateway.stores.memory import MemoryStore
 from elicitation_gateway.stores.sqlite import SqliteStore
-
-_numbers = itertools.count()
 
 
 def record(request_id: str) -> Record:
@@ -29,31 +24,13 @@ def record(request_id: str) -> Record:
     return Record.new(request, form, "m", None, now, now + 60, "cancel")
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-async def make_store(request, tmp_path) -> AsyncIterator[Callable[..., object]]:
-    made = []
-
-    async def make(**options):
-        if request.param == "memory":
-            store = MemoryStore(**options)
-        else:
-            store = SqliteStore(tmp_path / f"kept{next(_numbers)}.db", **options)
-        await store.start()
-        made.append(store)
-        return store
-
-    yield make
-    for store in made:
-        await store.close()
-
-
 async def finish(store, request_id: str) -> None:
     await store.add(record(request_id))
     assert await store.finish(request_id, "cancelled", {"action": "cancel"}) is not None
 
 
-async def test_the_oldest_results_go_once_more_than_the_most_are_kept(make_store):
-    store = await make_store(max_finished=3)
+async def test_the_oldest_results_go_once_more_than_the_most_are_kept(make_process_store):
+    store = await make_process_store(max_finished=3)
     for number in range(5):
         await finish(store, f"que_{number}")
     assert [await store.get(f"que_{number}") is None for number in range(5)] == [
@@ -67,8 +44,8 @@ async def test_the_oldest_results_go_once_more_than_the_most_are_kept(make_store
     assert len(store._index._forget_at) == 3  # a result forgotten early leaves no timer behind
 
 
-async def test_pending_questions_are_never_forgotten_for_results(make_store):
-    store = await make_store(max_finished=1)
+async def test_pending_questions_are_never_forgotten_for_results(make_process_store):
+    store = await make_process_store(max_finished=1)
     for number in range(3):
         await store.add(record(f"que_p{number}"))
     for number in range(3):
@@ -76,8 +53,8 @@ async def test_pending_questions_are_never_forgotten_for_results(make_store):
     assert [r.id for r in await store.pending()] == ["que_p0", "que_p1", "que_p2"]
 
 
-async def test_a_waiting_tool_gets_its_result_even_if_forgotten_before_it_wakes(make_store):
-    store = await make_store(max_finished=1)
+async def test_a_waiting_tool_gets_its_result_even_if_forgotten_before_it_wakes(make_process_store):
+    store = await make_process_store(max_finished=1)
     await store.add(record("que_1"))
     waiting = asyncio.ensure_future(store.wait("que_1", 5))
     await asyncio.sleep(0)  # it waits
@@ -88,10 +65,10 @@ async def test_a_waiting_tool_gets_its_result_even_if_forgotten_before_it_wakes(
     assert (woken.id, woken.status) == ("que_1", "cancelled")
 
 
-async def test_the_bound_holds_at_any_rate_and_drops_the_records_objects(make_store):
+async def test_the_bound_holds_at_any_rate_and_drops_the_records_objects(make_process_store):
     """However many finish within the retention, the results held (and their objects, which the garbage
     collector scans) stay at the bound."""
-    store = await make_store(max_finished=50)
+    store = await make_process_store(max_finished=50)
     for number in range(50):
         await finish(store, f"que_a{number:03}")
     gc.collect()

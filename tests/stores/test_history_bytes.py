@@ -1,18 +1,9 @@
 """The replay history is bounded by bytes as well as by count (in memory and in a SQLite file): big
 questions cannot keep hundreds of megabytes of events after they are finished."""
 
-import itertools
-from collections.abc import AsyncIterator, Callable
-
-import pytest
-
 from elicitation_gateway.conversion.schema import build_form
 from elicitation_gateway.models import QuestionRequest
 from elicitation_gateway.records import Record
-from elicitation_gateway.stores.memory import MemoryStore
-from elicitation_gateway.stores.sqlite import SqliteStore
-
-_numbers = itertools.count()
 
 
 def big_record(request_id: str) -> Record:
@@ -26,26 +17,8 @@ def big_record(request_id: str) -> Record:
     return Record.new(request, form, "", None, 0, 10**10, "cancel")
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-async def make_store(request, tmp_path) -> AsyncIterator[Callable[..., object]]:
-    made = []
-
-    async def make(**options):
-        if request.param == "memory":
-            store = MemoryStore(**options)
-        else:
-            store = SqliteStore(tmp_path / f"history{next(_numbers)}.db", **options)
-        await store.start()
-        made.append(store)
-        return store
-
-    yield make
-    for store in made:
-        await store.close()
-
-
-async def test_the_oldest_events_go_once_they_hold_more_than_the_budget(make_store):
-    store = await make_store(history_size=1000, history_bytes=1_000_000)
+async def test_the_oldest_events_go_once_they_hold_more_than_the_budget(make_process_store):
+    store = await make_process_store(history_size=1000, history_bytes=1_000_000)
     for number in range(20):
         await store.add(big_record(f"que_{number:03}"))
         await store.finish(f"que_{number:03}", "cancelled", {"action": "cancel"})
@@ -65,8 +38,8 @@ async def test_the_oldest_events_go_once_they_hold_more_than_the_budget(make_sto
     fresh.close()
 
 
-async def test_small_events_are_bounded_by_count_as_before(make_store):
-    store = await make_store(history_size=5)
+async def test_small_events_are_bounded_by_count_as_before(make_process_store):
+    store = await make_process_store(history_size=5)
     for number in range(10):
         await store.add(big_record(f"que_{number}"))
     assert len(store._index._history) == 5
