@@ -48,9 +48,8 @@ class MemoryIndex:
         self._pending: dict[str, Record] = {}  # insertion order is creation order
         self._pending_by_session: Counter[str] = Counter()
         self._finished: dict[str, Record] = {}  # insertion order is the order they finished in
-        self._waiters: dict[
-            str, list[asyncio.Future[Record | None]]
-        ] = {}  # only for records someone waits on
+        # Only for records someone waits on; a finish hands each waiter the finished record.
+        self._waiters: dict[str, list[asyncio.Future[Record | None]]] = {}
         self._announcements: dict[str, events.Event] = {}  # question.asked for (re)subscribers
         self._announced_snapshot: tuple[events.Event, ...] = ()
         self._announced_version = (0, 0)
@@ -105,10 +104,10 @@ class MemoryIndex:
         self._pending_by_session[session] -= 1
         if not self._pending_by_session[session]:
             del self._pending_by_session[session]
+        self._keep_finished(finished, self._result_ttl)
         self._announcements.pop(request_id, None)
         self._publish(ended)
         self._wake_with(request_id, finished)
-        self._keep_finished(finished, self._result_ttl)
 
     # Restoring what a previous process kept (before anyone subscribes)
 
