@@ -51,6 +51,8 @@ def parse_json(raw: bytes, where: str = "the body") -> Any:
     except UnicodeDecodeError as error:
         bad = raw[error.start : error.start + 1].hex()
         raise InvalidText(where, f"is not valid UTF-8 (byte 0x{bad} at offset {error.start})") from None
+    if text.startswith("\ufeff"):  # as json.loads says it, which the decoder alone does not check
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
     value = _DECODER.decode(text)
     if _SURROGATE_ESCAPE.search(raw):  # only then can a string hold a lone surrogate
         try:

@@ -88,9 +88,9 @@ LINE_HELD = 8
 """What a kept line holds besides its bytes object: its place in the trail."""
 
 
-def held(entry: AuditEntry) -> int:
-    """What ``entry`` holds kept in this process: its line, and its place in the trail."""
-    return sys.getsizeof(entry.line()) + LINE_HELD
+def held(line: bytes) -> int:
+    """What an entry kept in this process holds: its line, and its place in the trail."""
+    return sys.getsizeof(line) + LINE_HELD
 
 
 _AT = b'"at":"'
@@ -112,13 +112,12 @@ class MemoryAuditTrail(AuditTrail):
 
     async def append_many(self, batch: Sequence[dict[str, Any]]) -> list[AuditEntry]:
         made = chained(self._last, batch)
-        for entry in made:
-            line = entry.line()
-            self._lines.append(line)
-            self.bytes += sys.getsizeof(line) + LINE_HELD
+        lines = [entry.line() for entry in made]  # all made before any is kept: all or none
+        self._lines.extend(lines)
+        self.bytes += sum(map(held, lines))
         self._last = made[-1] if made else self._last
         while len(self._lines) > self._limit or (self.bytes > self._limit_bytes and len(self._lines) > 1):
-            self.bytes -= sys.getsizeof(self._lines.popleft()) + LINE_HELD
+            self.bytes -= held(self._lines.popleft())
         return made
 
     async def entries(self, since: str | None = None, question: str | None = None) -> list[AuditEntry]:
@@ -128,7 +127,7 @@ class MemoryAuditTrail(AuditTrail):
     async def prune(self, before: str) -> int:
         dropped = 0
         while self._lines and _line_at(self._lines[0]) < before:
-            self.bytes -= sys.getsizeof(self._lines.popleft()) + LINE_HELD
+            self.bytes -= held(self._lines.popleft())
             dropped += 1
         return dropped
 

@@ -8,7 +8,7 @@ Every call runs on the event loop without awaiting in the middle of a change, so
 import asyncio
 import itertools
 import time
-from collections import Counter, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -26,7 +26,8 @@ class MemoryIndex:
     A change comes whole, made by its caller: a record with its ``question.asked``, a finished record
     with its end. So a store that must keep a change elsewhere first (a file) keeps exactly what is
     then published here. Finished records are forgotten after ``result_ttl``, or sooner once more than
-    ``max_finished`` are kept (the oldest first), and ``forgotten`` is told of each.
+    ``max_finished`` are kept (the oldest first, except one ``wanted`` still: a question whose caller
+    went away and may come back for it), and ``forgotten`` is told of each.
     """
 
     def __init__(
@@ -38,16 +39,21 @@ class MemoryIndex:
         history_bytes: int = 64 * 1024 * 1024,
         max_finished: int = 10_000,
         forgotten: Callable[[str], None] | None = None,
+        wanted: Callable[[str], bool] = lambda request_id: False,
     ):
         self._history_size = history_size
         self._max_finished = max_finished
+        self._wanted = wanted
         self._history_bytes = history_bytes
         self._result_ttl = result_ttl
         self._subscriber_queue = subscriber_queue
         self._forgotten = forgotten
         self._pending: dict[str, Record] = {}  # insertion order is creation order
         self._pending_by_session: Counter[str] = Counter()
-        self._finished: dict[str, Record] = {}  # insertion order is the order they finished in
+        # In the order they finished: the oldest is taken first, in constant time (a dict would step over
+        # the places of all those taken before it).
+        self._finished: OrderedDict[str, Record] = OrderedDict()
+        self._spared: dict[str, Record] = {}  # over max_finished, but wanted: kept for their retention
         # Only for records someone waits on; a finish hands each waiter the finished record.
         self._waiters: dict[str, list[asyncio.Future[Record | None]]] = {}
         self._announcements: dict[str, events.Event] = {}  # question.asked for (re)subscribers
@@ -72,7 +78,7 @@ class MemoryIndex:
     # Reads
 
     def get(self, request_id: str) -> Record | None:
-        return self._pending.get(request_id) or self._finished.get(request_id)
+        return self._pending.get(request_id) or self._finished.get(request_id) or self._spared.get(request_id)
 
     def pending_record(self, request_id: str) -> Record | None:
         return self._pending.get(request_id)
@@ -86,7 +92,7 @@ class MemoryIndex:
         return self._pending_by_session.get(session_id, 0)
 
     def count_finished(self) -> int:
-        return len(self._finished)
+        return len(self._finished) + len(self._spared)
 
     # Changes
 
@@ -108,6 +114,7 @@ class MemoryIndex:
         self._announcements.pop(request_id, None)
         self._publish(ended)
         self._wake_with(request_id, finished)
+        self._trim_finished()  # after: a store's forgetting (a SQLite delete) does not delay the answer
 
     # Restoring what a previous process kept (before anyone subscribes)
 
@@ -119,6 +126,7 @@ class MemoryIndex:
             return
         now = time.time()
         self._keep_finished(record, (record.finished_at or now) + self._result_ttl - now)
+        self._trim_finished()
 
     def restore_history(self, kept: Iterable[tuple[int, events.Event]], seq: int) -> None:
         """Events kept for replay with their sequence numbers, oldest first; ``seq``: the last number
@@ -211,18 +219,25 @@ class MemoryIndex:
             self._history_held -= dropped_size
 
     def _keep_finished(self, record: Record, seconds: float) -> None:
-        """Keep a finished record for ``seconds``; beyond ``max_finished`` the oldest go now. A busy
-        gateway would otherwise hold every result of the last ``result_ttl``: without bound, and each
-        result's objects scanned by every collection of the garbage collector's older generations."""
+        """Keep a finished record for ``seconds`` (:meth:`_trim_finished` may forget it sooner)."""
         self._finished[record.id] = record
         self._forget_at.set(record.id, seconds)
+
+    def _trim_finished(self) -> None:
+        """Beyond ``max_finished``, the oldest go now, but one still ``wanted``, which stays for its
+        retention. A busy gateway would otherwise hold every result of the last ``result_ttl``: without
+        bound, and every collection of the garbage collector walking their objects."""
         while len(self._finished) > self._max_finished:
-            oldest = next(iter(self._finished))
-            self._forget_at.discard(oldest)
-            self._forget(oldest)
+            oldest, record = self._finished.popitem(last=False)
+            if self._wanted(oldest):
+                self._spared[oldest] = record
+            else:
+                self._forget_at.discard(oldest)
+                self._forget(oldest)
 
     def _forget(self, request_id: str) -> None:
         self._finished.pop(request_id, None)
+        self._spared.pop(request_id, None)
         if self._forgotten is not None:
             self._forgotten(request_id)
 
@@ -243,6 +258,7 @@ class MemoryStore(Store):
             subscriber_queue=subscriber_queue,
             history_bytes=history_bytes,
             max_finished=max_finished,
+            wanted=lambda request_id: self.orphans.holds(request_id),
         )
 
     async def close(self) -> None:

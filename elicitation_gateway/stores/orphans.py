@@ -41,6 +41,11 @@ class Orphans(ABC):
     async def end(self, request_id: str) -> bool:
         """Whether ``request_id`` was still orphaned, unclaimed (its window ended); it is not any more."""
 
+    def holds(self, request_id: str) -> bool:
+        """Whether ``request_id`` is orphaned, within its window, in this process: its finished record is
+        then kept for its caller's return (a shared store keeps orphans and records elsewhere)."""
+        return False
+
 
 class LocalOrphans(Orphans):
     """Orphans kept in this process: a queue per caller, oldest first."""
@@ -80,6 +85,14 @@ class LocalOrphans(Orphans):
         if not waiting:
             self._by_caller.pop(caller, None)
         return True
+
+    def holds(self, request_id: str) -> bool:
+        caller = self._callers.get(request_id)
+        now = time.monotonic()
+        return caller is not None and any(
+            orphan.request_id == request_id and orphan.until > now
+            for orphan in self._by_caller.get(caller, ())
+        )
 
     def _drop_lapsed(self, caller: str) -> None:
         waiting = self._by_caller.get(caller)

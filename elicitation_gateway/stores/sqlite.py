@@ -155,6 +155,7 @@ class SqliteStore(Store):
             history_bytes=history_bytes,
             max_finished=max_finished,
             forgotten=self._forget,
+            wanted=lambda request_id: self.orphans.holds(request_id),
         )
         self._history_size = history_size
         self._result_ttl = result_ttl
@@ -276,7 +277,11 @@ class SqliteStore(Store):
                 "DELETE FROM escalations WHERE id NOT IN (SELECT id FROM records WHERE status = 'pending')"
             )
         last_id = ""
-        for raw, waited_on in db.execute("SELECT body, waited_on FROM records ORDER BY rowid"):
+        # Pending ones as they were asked, then finished ones as they finished: the oldest go first.
+        stored = db.execute(
+            "SELECT body, waited_on FROM records ORDER BY finished_at IS NOT NULL, finished_at, rowid"
+        )
+        for raw, waited_on in stored:
             record = Record.model_validate_json(raw)
             last_id = max(last_id, record.id)
             self._index.restore(record)
@@ -514,7 +519,7 @@ class SqliteStore(Store):
     def _forget(self, request_id: str) -> None:
         """A finished record's retention ended, or newer ones took its place: the memory forgot it, and
         so does the file."""
-        if self._db is not None:  # failing, the row goes at the next start (past its retention)
+        if self._db is not None:  # failing, the row goes at the next start (past its retention or count)
             with contextlib.suppress(sqlite3.Error, StoreUnavailable), self._transaction() as db:
                 db.execute("DELETE FROM records WHERE id = ? AND status != 'pending'", (request_id,))
 

@@ -127,3 +127,69 @@ async def test_the_setting_reaches_the_store(store, tmp_path, monkeypatch):
         assert await made.get("que_2") is not None
     finally:
         await made.close()
+
+
+async def test_a_result_its_caller_may_come_back_for_is_kept_past_the_bound(make_process_store):
+    """A tool whose call dropped may send it again (an ``Idempotency-Key``) within its window: the result
+    of its question stays, however many finish meanwhile, until its retention ends."""
+    store = await make_process_store(max_finished=2)
+    await store.add(record("que_orphan"))
+    await store.orphans.orphan("caller", "que_orphan", "digest", 60)
+    await store.finish("que_orphan", "cancelled", {"action": "cancel"})
+    for number in range(5):
+        await finish(store, f"que_{number}")
+    assert (await store.get("que_orphan")).status == "cancelled"
+    assert await store.get("que_0") is None
+    assert await store.orphans.claim("caller", "digest") == "que_orphan"
+    assert store._index.count_finished() == 3  # the two newest, and the one spared
+
+
+async def test_an_orphan_whose_window_ended_is_not_spared(make_process_store):
+    store = await make_process_store(max_finished=1)
+    await store.add(record("que_orphan"))
+    await store.orphans.orphan("caller", "que_orphan", "digest", 0)
+    await store.finish("que_orphan", "cancelled", {"action": "cancel"})
+    await finish(store, "que_1")
+    assert await store.get("que_orphan") is None
+
+
+async def asked_a_b_finished_b_a(path) -> None:
+    store = SqliteStore(path)
+    await store.start()
+    for name in ("que_a", "que_b"):
+        await store.add(record(name))
+    for name in ("que_b", "que_a"):
+        await store.finish(name, "cancelled", {"action": "cancel"})
+        await asyncio.sleep(0.01)
+    await store.close()
+
+
+async def test_a_file_reopened_forgets_first_the_results_that_finished_first(tmp_path):
+    """Asked in one order, finished in the other: the oldest result is the one that finished first."""
+    path = tmp_path / "gateway.db"
+    await asked_a_b_finished_b_a(path)
+    again = SqliteStore(path, max_finished=2)
+    await again.start()
+    try:
+        await finish(again, "que_c")
+        assert await again.get("que_a") is not None
+        assert await again.get("que_b") is None
+    finally:
+        await again.close()
+
+
+async def test_a_file_reopened_keeps_the_results_that_finished_last(tmp_path):
+    path = tmp_path / "gateway.db"
+    await asked_a_b_finished_b_a(path)
+    again = SqliteStore(path, max_finished=1)
+    forgotten: list[str] = []
+    again._index._forgotten = forgotten.append
+    await again.start()
+    try:
+        assert await again.get("que_a") is not None
+        assert await again.get("que_b") is None
+        assert forgotten == []  # a start drops what is past the bound in one statement, not a row at a time
+        await finish(again, "que_c")
+        assert forgotten == ["que_a"]
+    finally:
+        await again.close()

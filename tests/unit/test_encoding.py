@@ -63,6 +63,11 @@ def test_valid_text_passes(body):
     assert parse_json(body) == json.loads(body)
 
 
+def test_a_body_that_starts_with_a_byte_order_mark_is_refused_saying_so():
+    with pytest.raises(ValueError, match="Unexpected UTF-8 BOM"):
+        parse_json('\ufeff{"a": 1}'.encode())
+
+
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
 def test_constants_json_does_not_have_are_refused(constant):
     # Python's json reads them as floats; the gateway's one decoder, made once, refuses them each time.
